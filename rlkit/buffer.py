@@ -1,0 +1,103 @@
+"""Rollout storage: preallocated ``[T, N, ...]`` CPU tensors with numpy views for the
+rollout loop, flattened into a :class:`Batch` for the update."""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple
+
+import numpy as np
+import torch
+
+from rlkit.gae import compute_gae
+
+
+class Batch(NamedTuple):
+    """Flat transitions for the PPO loss (``B`` = batch or minibatch size)."""
+
+    obs: torch.Tensor
+    """``[B, obs_dim]`` float32 (normalized as the policy saw them)."""
+    actions: torch.Tensor
+    """``[B]`` int64 or ``[B, A]`` float32, unclipped samples."""
+    log_probs: torch.Tensor
+    """``[B]`` behaviour log pi(a|s)."""
+    advantages: torch.Tensor
+    """``[B]`` GAE advantages."""
+    returns: torch.Tensor
+    """``[B]`` value targets."""
+    values: torch.Tensor
+    """``[B]`` V(s) at collection time (for value clipping)."""
+
+
+class RolloutBuffer:
+    """One rollout of ``num_steps`` x ``num_envs`` transitions."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_dim: int, action_shape: tuple[int, ...], discrete: bool) -> None:
+        t, n = num_steps, num_envs
+        self.num_steps, self.num_envs, self.obs_dim, self.discrete = t, n, obs_dim, discrete
+        self.action_dim = 1 if discrete else int(np.prod(action_shape))
+        self.obs = torch.zeros(t, n, obs_dim)
+        self.actions = torch.zeros((t, n), dtype=torch.int64) if discrete else torch.zeros(t, n, self.action_dim)
+        self.log_probs = torch.zeros(t, n)
+        self.values = torch.zeros(t, n)
+        self.rewards = torch.zeros(t, n)
+        self.final_values = torch.zeros(t, n)
+        self.terminated = torch.zeros(t, n, dtype=torch.bool)
+        self.dones = torch.zeros(t, n, dtype=torch.bool)
+        # numpy views share memory with the tensors: writes in the rollout loop are free of torch dispatch.
+        self.np = {k: getattr(self, k).numpy() for k in
+                   ("obs", "actions", "log_probs", "values", "rewards", "final_values", "terminated", "dones")}
+
+    def add(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray, values: np.ndarray,
+            rewards: np.ndarray, terminated: np.ndarray, dones: np.ndarray) -> None:
+        """Store step ``t``: ``obs`` is the observation acted on, ``dones = terminated | truncated``."""
+        a = self.np
+        a["obs"][t] = obs
+        a["actions"][t] = actions
+        a["log_probs"][t] = log_probs
+        a["values"][t] = values
+        a["rewards"][t] = rewards
+        a["terminated"][t] = terminated
+        a["dones"][t] = dones
+
+    def set_final_values(self, t: int, env_ids: np.ndarray, values: np.ndarray) -> None:
+        """V(final observation) for the sub-envs whose episode ended at step ``t``."""
+        self.np["final_values"][t, env_ids] = values
+
+    def next_values(self, last_values: np.ndarray) -> torch.Tensor:
+        """``[T, N]`` V of the true next state: the final observation where an episode ended,
+        the next stored observation otherwise, ``last_values`` after the last step."""
+        nxt = torch.empty_like(self.values)
+        nxt[:-1] = self.values[1:]
+        nxt[-1] = torch.from_numpy(np.asarray(last_values, dtype=np.float32))
+        return torch.where(self.dones, self.final_values, nxt)
+
+    def compute_batch(self, last_values: np.ndarray, gamma: float, lam: float) -> Batch:
+        """Advantages by :func:`compute_gae` and the flattened ``[T*N]`` batch."""
+        gae = compute_gae(self.rewards, self.values, self.next_values(last_values), self.terminated,
+                          self.dones, gamma, lam)
+        b = self.num_steps * self.num_envs
+        actions = self.actions.reshape(b) if self.discrete else self.actions.reshape(b, self.action_dim)
+        return Batch(self.obs.reshape(b, self.obs_dim), actions, self.log_probs.reshape(b),
+                     gae.advantages.reshape(b), gae.returns.reshape(b), self.values.reshape(b))
+
+
+def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Generator) -> Iterator[Batch]:
+    """One epoch of shuffled minibatches.
+
+    The fields are packed into one float matrix so an epoch costs a single gather; each
+    minibatch is a set of views. Discrete actions round-trip exactly through float32.
+    """
+    b = batch.obs.shape[0]
+    discrete = batch.actions.dim() == 1
+    cols = [batch.obs, batch.actions.unsqueeze(-1).float() if discrete else batch.actions,
+            batch.log_probs[:, None], batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]]
+    packed = torch.cat(cols, dim=1)
+    perm = torch.randperm(b, generator=generator).to(packed.device)
+    shuffled = packed.index_select(0, perm)
+    d, a = batch.obs.shape[1], cols[1].shape[1]
+    size = b // num_minibatches
+    for start in range(0, size * num_minibatches, size):
+        mb = shuffled[start:start + size]
+        actions = mb[:, d].long() if discrete else mb[:, d:d + a]
+        tail = mb[:, d + a:]
+        yield Batch(mb[:, :d], actions, tail[:, 0], tail[:, 1], tail[:, 2], tail[:, 3])

@@ -1,0 +1,79 @@
+"""``rlkit train`` and ``rlkit eval``: flags are the fields of :class:`TrainConfig`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import tyro
+
+from rlkit.checkpoint import CheckpointError
+from rlkit.config import PRESETS, ConfigError, TrainConfig, preset
+from rlkit.distributions import UnsupportedSpaceError
+from rlkit.envs import EnvError, NonFiniteError
+
+USER_ERRORS = (ConfigError, EnvError, UnsupportedSpaceError, CheckpointError, NonFiniteError)
+
+USAGE = """usage: rlkit train [--preset {presets}] [FLAGS]   (rlkit train --help lists every flag)
+       rlkit eval RUN_DIR [--episodes N] [--seed S]"""
+
+
+def _train(argv: list[str]) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--preset", default=None)
+    known, rest = pre.parse_known_args(argv)
+    default = preset(known.preset) if known.preset else TrainConfig()
+    description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME starts from a named "
+                   f"preset ({', '.join(PRESETS)}); other flags override its fields.")
+    cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description)
+    from rlkit.trainer import train
+
+    result = train(cfg)
+    print(json.dumps(result.to_json()))
+    print(f"eval return {result.eval_return_mean:.1f} +- {result.eval_return_std:.1f}; "
+          f"TensorBoard logs: tensorboard --logdir {result.run_dir}", file=sys.stderr)
+    return 0
+
+
+def _eval(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="rlkit eval", description="Evaluate a trained run's latest checkpoint.")
+    parser.add_argument("run_dir")
+    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    if args.episodes <= 0:
+        raise ConfigError(f"--episodes must be positive, got {args.episodes}")
+    import time
+
+    from rlkit.agent import Agent
+
+    agent, cfg = Agent.load(args.run_dir)
+    start = time.perf_counter()
+    result = agent.evaluate(cfg.env, args.episodes, seed=args.seed)
+    seconds = time.perf_counter() - start
+    print(json.dumps({"env": cfg.env, "seed": args.seed, "total_steps": sum(result.lengths),
+                      "steps_per_second": sum(result.lengths) / seconds, "eval_return_mean": result.mean,
+                      "eval_return_std": result.std, "run_dir": args.run_dir, "variant": cfg.variant,
+                      "episodes": args.episodes}))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"train": _train, "eval": _eval}
+    if not argv or argv[0] not in commands:
+        print(USAGE.format(presets="|".join(PRESETS)), file=sys.stderr)
+        return 2
+    try:
+        return commands[argv[0]](argv[1:])
+    except USER_ERRORS as exc:
+        print(f"rlkit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rlkit: interrupted; resume from the last checkpoint with --resume RUN_DIR", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

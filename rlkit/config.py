@@ -1,0 +1,176 @@
+"""Frozen run configuration for PPO and its presets.
+
+Every field's docstring is the ``--help`` text of ``rlkit train`` (tyro reads them).
+Derived values (batch size, minibatch size, number of updates) are properties.
+Validation happens in ``__post_init__`` and raises :class:`ConfigError`, a one-line error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+
+class ConfigError(ValueError):
+    """A malformed configuration (one line, names the field)."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """PPO on a vectorized Gymnasium environment."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium environment id."""
+    seed: int = 1
+    """Seed for torch, numpy and the environments; equal seeds give bit-identical runs on CPU."""
+    total_steps: int = 500_000
+    """Total environment steps (summed over all sub-environments)."""
+    num_envs: int = 4
+    """Number of parallel sub-environments."""
+    num_steps: int = 128
+    """Rollout length per sub-environment between updates."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide num_envs * num_steps."""
+    update_epochs: int = 4
+    """Epochs over each rollout."""
+    learning_rate: float = 2.5e-4
+    """Adam learning rate (eps 1e-5)."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    norm_adv: bool = True
+    """Normalize advantages per minibatch."""
+    clip_coef: float = 0.2
+    """Surrogate clipping coefficient epsilon."""
+    clip_vloss: bool = True
+    """Clip the value loss around the rollout's values (same coefficient as the policy)."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    target_kl: float | None = None
+    """Stop the epochs of an update early once approx_kl exceeds this (None: never)."""
+    norm_obs: bool = False
+    """Normalize observations with running statistics (clipped to +-10), saved in checkpoints."""
+    norm_reward: bool = False
+    """Scale rewards by the running std of the discounted return (clipped to +-10)."""
+    async_envs: bool = False
+    """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the separate actor and critic MLPs (tanh)."""
+    logdir: str = "runs"
+    """Directory under which each run gets its own folder."""
+    run_name: str | None = None
+    """Run folder name (default: {env}__{variant}__{seed}__{timestamp})."""
+    resume: str | None = None
+    """Run directory (or checkpoint directory) to continue from."""
+    checkpoint_every: int = 50_000
+    """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
+    eval_episodes: int = 10
+    """Episodes of deterministic evaluation at the end of training."""
+    device: str = "auto"
+    """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
+    torch_threads: int = 1
+    """Torch intra-op threads (1 is fastest beside env workers on small machines)."""
+    progress: bool = True
+    """Show a progress bar when stderr is a terminal."""
+
+    def __post_init__(self) -> None:
+        positive = ("total_steps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
+                    "eval_episodes", "checkpoint_every", "torch_threads")
+        for name in positive:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        floats = ("learning_rate", "gamma", "gae_lambda", "clip_coef", "ent_coef", "vf_coef",
+                  "max_grad_norm")
+        for name in floats:
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{name} must be a finite non-negative number, got {value!r}")
+        if self.learning_rate == 0:
+            raise ConfigError("learning_rate must be > 0")
+        if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
+            raise ConfigError(f"gamma and gae_lambda must lie in [0, 1], got {self.gamma}, {self.gae_lambda}")
+        if self.target_kl is not None and not (math.isfinite(self.target_kl) and self.target_kl > 0):
+            raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
+        if self.batch_size % self.num_minibatches:
+            raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide the batch "
+                              f"num_envs*num_steps={self.batch_size}")
+        if self.total_steps < self.batch_size:
+            raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
+                              f"({self.batch_size} steps)")
+        if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
+            raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per rollout, num_envs * num_steps."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // self.batch_size
+
+    @property
+    def checkpoint_every_updates(self) -> int:
+        return max(1, self.checkpoint_every // self.batch_size)
+
+    @property
+    def variant(self) -> str:
+        """Short name of the algorithm variant, used in run names and hparams."""
+        return "ppo"
+
+    def replace(self, **overrides: object) -> "TrainConfig":
+        """A copy with some fields changed (validated again)."""
+        unknown = set(overrides) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **overrides)
+
+    def to_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> "TrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+        data = dict(data)
+        if isinstance(data.get("hidden_sizes"), list):
+            data["hidden_sizes"] = tuple(data["hidden_sizes"])
+        return cls(**data)
+
+
+Device = Literal["auto", "cpu", "cuda"]
+
+PRESETS: dict[str, dict[str, object]] = {
+    # CleanRL ppo.py classic-control defaults.
+    "cartpole": dict(env="CartPole-v1", total_steps=500_000, num_envs=4, num_steps=128,
+                     num_minibatches=4, update_epochs=4, learning_rate=2.5e-4, anneal_lr=True,
+                     ent_coef=0.01, norm_obs=False, norm_reward=False),
+    # PPO paper (Schulman et al. 2017) MuJoCo settings, as in CleanRL ppo_continuous_action.py.
+    "mujoco": dict(env="Hopper-v5", total_steps=1_000_000, num_envs=1, num_steps=2048,
+                   num_minibatches=32, update_epochs=10, learning_rate=3e-4, anneal_lr=True,
+                   ent_coef=0.0, norm_obs=True, norm_reward=True, checkpoint_every=100_000),
+}
+
+
+def preset(name: str, **overrides: object) -> TrainConfig:
+    """A named preset with field overrides, e.g. ``preset("mujoco", env="Walker2d-v5")``."""
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+    fields = {**PRESETS[name], **overrides}
+    return TrainConfig().replace(**fields)

@@ -1,0 +1,45 @@
+"""The one place rlkit writes TensorBoard scalars, hparams and text.
+
+Tags are grouped: ``charts/`` (returns, lengths, learning rate, steps/s), ``losses/``
+(policy, value, entropy, approx_kl, clipfrac, explained variance) and one group per
+variant (``outer/``, ``hp3o/``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Mapping
+
+from torch.utils.tensorboard import SummaryWriter
+from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+
+class Logger:
+    """TensorBoard writer for one run directory.
+
+    ``purge_step`` (on resume) makes TensorBoard drop events a killed run wrote after its
+    last checkpoint, so logs are neither duplicated nor lost.
+    """
+
+    def __init__(self, run_dir: str, purge_step: int | None = None) -> None:
+        self.writer = SummaryWriter(run_dir, purge_step=purge_step, flush_secs=30)
+
+    def scalars(self, values: Mapping[str, float], step: int) -> None:
+        for tag, value in values.items():
+            self.writer.add_scalar(tag, float(value), step)
+
+    def hparams(self, params: Mapping[str, object], metric_tags: list[str]) -> None:
+        """The run's hyperparameters as a markdown table and in the hparams plugin."""
+        flat = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v)) for k, v in params.items()}
+        rows = "\n".join(f"|{k}|{v}|" for k, v in flat.items())
+        self.writer.add_text("hyperparameters", f"|param|value|\n|-|-|\n{rows}", 0)
+        exp, ssi, sei = hparams_summary(flat, {tag: 0.0 for tag in metric_tags})
+        file_writer = self.writer._get_file_writer()
+        for summary in (exp, ssi, sei):
+            file_writer.add_summary(summary)
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        self.writer.close()

@@ -1,0 +1,101 @@
+"""Running observation normalization and reward scaling (numpy, float64 statistics).
+
+Both are part of the agent: their statistics are saved in checkpoints (JSON) and frozen
+at evaluation (``update=False``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RunningMeanStd:
+    """Parallel-algorithm running mean/variance (Chan et al.) over the leading axis."""
+
+    def __init__(self, shape: tuple[int, ...] = (), epsilon: float = 1e-4) -> None:
+        self.mean = np.zeros(shape, np.float64)
+        self.var = np.ones(shape, np.float64)
+        self.count = epsilon
+
+    def update(self, x: np.ndarray) -> None:
+        batch_mean, batch_var, n = x.mean(0), x.var(0), x.shape[0]
+        delta = batch_mean - self.mean
+        total = self.count + n
+        self.mean = self.mean + delta * n / total
+        m2 = self.var * self.count + batch_var * n + np.square(delta) * self.count * n / total
+        self.var = m2 / total
+        self.count = total
+
+    def state_dict(self) -> dict[str, object]:
+        return {"mean": self.mean.tolist(), "var": self.var.tolist(), "count": self.count}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.mean = np.asarray(state["mean"], np.float64)
+        self.var = np.asarray(state["var"], np.float64)
+        self.count = float(state["count"])  # type: ignore[arg-type]
+
+
+class ObsNormalizer:
+    """``(obs - mean) / sqrt(var + eps)`` clipped to ``[-clip, clip]``; identity when disabled."""
+
+    def __init__(self, shape: tuple[int, ...], enabled: bool, clip: float = 10.0, eps: float = 1e-8) -> None:
+        self.enabled, self.clip, self.eps = enabled, clip, eps
+        self.rms = RunningMeanStd(shape)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self._mean = self.rms.mean.astype(np.float32)
+        self._inv_std = (1.0 / np.sqrt(self.rms.var + self.eps)).astype(np.float32)
+
+    def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
+        """``[N, *obs_shape]`` -> float32 normalized observations."""
+        obs = np.asarray(obs, dtype=np.float32)
+        if not self.enabled:
+            return obs
+        if update:
+            self.rms.update(obs)
+            self._refresh()
+        return np.clip((obs - self._mean) * self._inv_std, -self.clip, self.clip)
+
+    def state_dict(self) -> dict[str, object]:
+        return {"enabled": self.enabled, "clip": self.clip, "rms": self.rms.state_dict()}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.enabled, self.clip = bool(state["enabled"]), float(state["clip"])  # type: ignore[arg-type]
+        self.rms.load_state_dict(state["rms"])  # type: ignore[arg-type]
+        self._refresh()
+
+
+class RewardScaler:
+    """Divide rewards by the running std of the discounted return (as SB3's VecNormalize).
+
+    The per-env discounted return restarts on every episode end (terminated or truncated).
+    """
+
+    def __init__(self, num_envs: int, gamma: float, enabled: bool, clip: float = 10.0, eps: float = 1e-8) -> None:
+        self.enabled, self.gamma, self.clip, self.eps = enabled, gamma, clip, eps
+        self.rms = RunningMeanStd(())
+        self.returns = np.zeros(num_envs, np.float64)
+
+    def __call__(self, rewards: np.ndarray, dones: np.ndarray, update: bool) -> np.ndarray:
+        rewards = np.asarray(rewards, dtype=np.float32)
+        if not self.enabled:
+            return rewards
+        if update:
+            self.returns = self.returns * self.gamma + rewards
+            self.rms.update(self.returns)
+            self.returns[dones] = 0.0
+        scale = np.float32(1.0 / np.sqrt(self.rms.var + self.eps))
+        return np.clip(rewards * scale, -self.clip, self.clip)
+
+    def reset(self) -> None:
+        self.returns[:] = 0.0
+
+    def state_dict(self) -> dict[str, object]:
+        return {"enabled": self.enabled, "clip": self.clip, "rms": self.rms.state_dict(),
+                "returns": self.returns.tolist()}
+
+    def load_state_dict(self, state: dict[str, object]) -> None:
+        self.enabled, self.clip = bool(state["enabled"]), float(state["clip"])  # type: ignore[arg-type]
+        self.rms.load_state_dict(state["rms"])  # type: ignore[arg-type]
+        self.returns = np.asarray(state["returns"], np.float64)

@@ -1,0 +1,289 @@
+"""The PPO trainer: env -> rollout buffer -> advantages -> loss, one path for all data.
+
+The trainer composes a policy (:class:`MLPActorCritic` + head), vectorized envs, a
+:class:`RolloutBuffer` and an optimizer over :class:`FlatParameters`. Variants (issue #3)
+swap one of those pieces; they never copy the update.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from rlkit.agent import Agent, torch_device
+from rlkit.buffer import Batch, RolloutBuffer, iterate_minibatches
+from rlkit.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.config import ConfigError, TrainConfig
+from rlkit.envs import NonFiniteError, make_vec_env, reset_envs, step_envs
+from rlkit.logger import Logger
+from rlkit.loss import ppo_loss
+from rlkit.normalization import RewardScaler
+from rlkit.optim import FlatParameters, make_adam
+
+
+@dataclass
+class TrainResult:
+    """What ``rlkit.train`` returns (and ``rlkit train`` prints as one JSON line)."""
+
+    env: str
+    seed: int
+    total_steps: int
+    steps_per_second: float
+    eval_return_mean: float
+    eval_return_std: float
+    run_dir: str
+    variant: str
+    updates: int
+    agent: Agent | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {k: v for k, v in asdict(self).items() if k != "agent"}
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        assert self.agent is not None
+        return self.agent.act(obs)
+
+
+class Episodes:
+    """Undiscounted return and length of the episodes in flight (raw rewards)."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.ret = np.zeros(num_envs, np.float64)
+        self.len = np.zeros(num_envs, np.int64)
+        self.finished: list[tuple[float, int]] = []
+        self.recent: deque[float] = deque(maxlen=100)
+
+    def step(self, rewards: np.ndarray, dones: np.ndarray) -> None:
+        self.ret += rewards
+        self.len += 1
+        if dones.any():
+            for i in np.flatnonzero(dones):
+                self.finished.append((float(self.ret[i]), int(self.len[i])))
+                self.recent.append(float(self.ret[i]))
+            self.ret[dones] = 0.0
+            self.len[dones] = 0
+
+    def reset(self) -> None:
+        self.ret[:] = 0.0
+        self.len[:] = 0
+
+    def pop(self) -> list[tuple[float, int]]:
+        out, self.finished = self.finished, []
+        return out
+
+
+class PPOTrainer:
+    """Trains one :class:`TrainConfig`; ``train()`` runs it to the end (or resumes it)."""
+
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.resume_from = cfg.resume
+        if cfg.resume:
+            tensors, state, _ = load_checkpoint(cfg.resume)
+            cfg = TrainConfig.from_dict({**state["config"], "resume": cfg.resume})
+        self.cfg = cfg
+        torch.set_num_threads(cfg.torch_threads)
+        torch.manual_seed(cfg.seed)
+        self.device = torch_device(cfg.device)
+        self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs)
+        self.agent = Agent.build(cfg, self.envs.single_observation_space, self.envs.single_action_space)
+        self.model = self.agent.model.to(self.device)
+        self.head = self.model.head
+        self.flat = FlatParameters(self.model.ordered_parameters(),
+                                   split=sum(p.numel() for p in self.model.actor_parameters()))
+        self.optimizer = make_adam(self.flat, cfg.learning_rate)
+        self.obs_norm = self.agent.obs_norm
+        self.rew_scaler = RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward)
+        self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim,
+                                    self.envs.single_action_space.shape, self.head.discrete)
+        self.rng = np.random.default_rng(cfg.seed)  # acting
+        self.generator = torch.Generator().manual_seed(cfg.seed)  # minibatch shuffling
+        self.episodes = Episodes(cfg.num_envs)
+        self.update_idx = 0
+        self.global_step = 0
+        self.train_seconds = 0.0
+        if cfg.resume:
+            self.run_dir = Path(cfg.resume).resolve()
+            while self.run_dir.name in ("checkpoints",) or (self.run_dir / "state.json").is_file():
+                self.run_dir = self.run_dir.parent
+            self._load_state(tensors, state)
+        else:
+            name = cfg.run_name or f"{cfg.env}__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+            self.run_dir = Path(cfg.logdir) / name
+            if (self.run_dir / "checkpoints").exists():
+                raise ConfigError(f"run directory {str(self.run_dir)!r} already has checkpoints; "
+                                  "pass --resume it or choose another --run-name")
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.actor = self.model.snapshot()
+        self._start_episodes()
+
+    # ----------------------------------------------------------------------------- rollout
+    def _start_episodes(self) -> None:
+        """Reset all sub-envs. At update 0 with the run seed, later (after a checkpoint) with a
+        seed derived from the update, so a resumed run continues exactly as an uninterrupted one."""
+        seed = self.cfg.seed + 7919 * self.update_idx
+        raw = reset_envs(self.envs, self.cfg.env, seed)
+        self._check_finite(raw, "observations")
+        self.obs = self.obs_norm(raw.reshape(self.cfg.num_envs, -1), update=True)
+        self.rew_scaler.reset()
+        self.episodes.reset()
+
+    def _check_finite(self, x: np.ndarray, what: str) -> None:
+        if not np.isfinite(x).all():
+            raise NonFiniteError(f"non-finite {what} from {self.cfg.env} during update {self.update_idx + 1}")
+
+    def collect(self) -> np.ndarray:
+        """Fill the buffer with ``num_steps`` vector steps; returns V of the last observations."""
+        cfg, buf, actor, n = self.cfg, self.buffer, self.actor, self.cfg.num_envs
+        obs = self.obs
+        for t in range(cfg.num_steps):
+            act = actor.act(obs, self.rng)
+            raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
+            self._check_finite(raw_obs, "observations")
+            self._check_finite(rewards, "rewards")
+            dones = terminated | truncated
+            self.episodes.step(rewards, dones)
+            buf.add(t, obs, act.actions, act.log_probs, act.values,
+                    self.rew_scaler(rewards, dones, update=True), terminated, dones)
+            timeouts = truncated & ~terminated
+            if timeouts.any():  # bootstrap a time-out from V(final observation)
+                ids = np.flatnonzero(timeouts)
+                final = np.stack([info["final_obs"][i] for i in ids]).reshape(len(ids), -1)
+                self._check_finite(final, "observations")
+                buf.set_final_values(t, ids, actor.value(self.obs_norm(final, update=False)))
+            obs = self.obs_norm(raw_obs.reshape(n, -1), update=True)
+        self.obs = obs
+        self.global_step += cfg.batch_size
+        return actor.value(obs)
+
+    # ------------------------------------------------------------------------------ update
+    def optimize(self, batch: Batch) -> dict[str, float]:
+        """``update_epochs`` epochs of minibatch PPO on ``batch``; returns mean loss statistics."""
+        cfg, model, flat, opt = self.cfg, self.model, self.flat, self.optimizer
+        batch = Batch(*(x.to(self.device) for x in batch))
+        stats: list[torch.Tensor] = []
+        epochs = 0
+        for _ in range(cfg.update_epochs):
+            epoch_kl = []
+            for mb in iterate_minibatches(batch, cfg.num_minibatches, self.generator):
+                dist_params, values = model(mb.obs)
+                out = ppo_loss(self.head, dist_params, values, mb, clip_coef=cfg.clip_coef,
+                               clip_vloss=cfg.clip_vloss, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
+                               norm_adv=cfg.norm_adv)
+                flat.zero_grad()
+                out.loss.backward()
+                grad_norm = flat.clip_grad_norm_(cfg.max_grad_norm)
+                opt.step()
+                stats.append(torch.stack([out.loss.detach(), out.pg_loss, out.v_loss, out.entropy,
+                                          out.approx_kl, out.clipfrac, grad_norm]))
+                epoch_kl.append(out.approx_kl)
+            epochs += 1
+            if cfg.target_kl is not None and torch.stack(epoch_kl).mean().item() > cfg.target_kl:
+                break  # early stop on the epoch's mean approx_kl
+        mean = torch.stack(stats).mean(0).cpu()
+        if not torch.isfinite(mean).all():
+            raise NonFiniteError(f"non-finite loss during update {self.update_idx + 1}")
+        self.actor = model.snapshot()
+        names = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm")
+        out_stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
+        var_y = batch.returns.var()
+        out_stats["losses/explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_y) if var_y > 0 else float("nan")
+        out_stats["losses/epochs"] = float(epochs)
+        return out_stats
+
+    def learning_rate(self) -> float:
+        if not self.cfg.anneal_lr:
+            return self.cfg.learning_rate
+        return self.cfg.learning_rate * (1.0 - self.update_idx / self.cfg.num_updates)
+
+    # -------------------------------------------------------------------------------- loop
+    def train(self) -> TrainResult:
+        cfg = self.cfg
+        logger = Logger(str(self.run_dir), purge_step=self.global_step + 1 if self.resume_from else None)
+        if not self.resume_from:
+            logger.hparams({"variant": cfg.variant, **cfg.to_dict()}, ["charts/episodic_return"])
+            (self.run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+        bar = tqdm(total=cfg.num_updates * cfg.batch_size, initial=self.global_step, unit="step",
+                   disable=not (cfg.progress and sys.stderr.isatty()), dynamic_ncols=True)
+        try:
+            while self.update_idx < cfg.num_updates:
+                start = time.perf_counter()
+                lr = self.learning_rate()
+                self.optimizer.param_groups[0]["lr"] = lr
+                last_values = self.collect()
+                batch = self.buffer.compute_batch(last_values, cfg.gamma, cfg.gae_lambda)
+                stats = self.optimize(batch)
+                self.update_idx += 1
+                seconds = time.perf_counter() - start
+                self.train_seconds += seconds
+                stats.update(self._episode_stats())
+                stats["charts/learning_rate"] = lr
+                stats["charts/steps_per_second"] = cfg.batch_size / seconds
+                logger.scalars(stats, self.global_step)
+                bar.update(cfg.batch_size)
+                if self.episodes.recent:
+                    bar.set_postfix(ret=f"{np.mean(self.episodes.recent):.1f}", refresh=False)
+                if self.update_idx % cfg.checkpoint_every_updates == 0 or self.update_idx == cfg.num_updates:
+                    logger.flush()  # everything up to the checkpoint is on disk before it exists
+                    self.save()
+                    if self.update_idx < cfg.num_updates:
+                        self._start_episodes()
+        finally:
+            bar.close()
+            self.envs.close()
+        sps = self.global_step / self.train_seconds if self.train_seconds else 0.0
+        self.agent.actor = self.model.snapshot()
+        evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + 10_000)
+        logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std}, self.global_step)
+        logger.close()
+        result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, evaluation.mean, evaluation.std,
+                             str(self.run_dir), cfg.variant, self.update_idx, self.agent)
+        (self.run_dir / "result.json").write_text(json.dumps(result.to_json(), indent=1))
+        return result
+
+    def _episode_stats(self) -> dict[str, float]:
+        finished = self.episodes.pop()
+        if not finished:
+            return {}
+        returns, lengths = zip(*finished)
+        return {"charts/episodic_return": float(np.mean(returns)), "charts/episodic_length": float(np.mean(lengths))}
+
+    # ------------------------------------------------------------------------- checkpoints
+    def save(self) -> Path:
+        opt_state = self.optimizer.state.get(self.flat.param, {})
+        tensors = {f"model.{k}": v for k, v in self.model.state_dict().items()}
+        tensors.update({f"optim.{k}": v for k, v in opt_state.items() if torch.is_tensor(v)})
+        tensors["rng.torch_generator"] = self.generator.get_state()
+        state = {"config": self.cfg.to_dict(), "update": self.update_idx, "global_step": self.global_step,
+                 "train_seconds": self.train_seconds, "obs_norm": self.obs_norm.state_dict(),
+                 "rew_scaler": self.rew_scaler.state_dict(), "rng_numpy": self.rng.bit_generator.state,
+                 "recent_returns": list(self.episodes.recent)}
+        return save_checkpoint(self.run_dir, f"update-{self.update_idx:07d}", tensors, state)
+
+    def _load_state(self, tensors: dict[str, torch.Tensor], state: dict) -> None:
+        with torch.no_grad():
+            for k, v in self.model.state_dict().items():
+                v.copy_(tensors[f"model.{k}"])  # in place: the flat views stay intact
+        opt_state = {k[len("optim."):]: v.to(self.device) if k != "optim.step" else v
+                     for k, v in tensors.items() if k.startswith("optim.")}
+        if opt_state:
+            self.optimizer.state[self.flat.param] = opt_state
+        self.generator.set_state(tensors["rng.torch_generator"])
+        self.rng.bit_generator.state = state["rng_numpy"]
+        self.obs_norm.load_state_dict(state["obs_norm"])
+        self.rew_scaler.load_state_dict(state["rew_scaler"])
+        self.update_idx, self.global_step = int(state["update"]), int(state["global_step"])
+        self.train_seconds = float(state["train_seconds"])
+        self.episodes.recent.extend(state["recent_returns"])
+
+
+def train(cfg: TrainConfig) -> TrainResult:
+    """Train (or resume, with ``cfg.resume``) and evaluate; see :class:`TrainResult`."""
+    return PPOTrainer(cfg).train()
