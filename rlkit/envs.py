@@ -36,7 +36,8 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     try:
         return gym.make_vec(
             env_id, num_envs=num_envs, vectorization_mode="async" if async_envs else "sync",
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}, **env_kwargs)
+            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False},
+            disable_env_checker=True, **env_kwargs)
     except EnvError:
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...

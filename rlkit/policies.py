@@ -139,7 +139,7 @@ class NumpyActor:
             cdf = np.cumsum(np.exp(logp), axis=-1)
             u = rng.random((out.shape[0], 1), dtype=np.float32) * cdf[:, -1:]
             actions = np.minimum((u >= cdf).sum(-1), out.shape[1] - 1)
-            log_probs = np.take_along_axis(logp, actions[:, None], -1)[:, 0]
+            log_probs = logp[np.arange(len(actions)), actions]
             return ActResult(actions.astype(np.int64), log_probs, values)
         noise = rng.standard_normal(out.shape, dtype=np.float32)
         actions = out + noise * self.std
