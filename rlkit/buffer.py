@@ -47,14 +47,20 @@ class RolloutBuffer:
         self.np = {k: getattr(self, k).numpy() for k in
                    ("obs", "actions", "log_probs", "values", "rewards", "final_values", "terminated", "dones")}
 
-    def add(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray, values: np.ndarray,
-            rewards: np.ndarray, terminated: np.ndarray, dones: np.ndarray) -> None:
-        """Store step ``t``: ``obs`` is the observation acted on, ``dones = terminated | truncated``."""
+    def add_action(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray, values: np.ndarray) -> None:
+        """Store step ``t``'s observation and what the policy did with it.
+
+        Call this *before* stepping the envs: vector envs may reuse their observation array.
+        """
         a = self.np
         a["obs"][t] = obs
         a["actions"][t] = actions
         a["log_probs"][t] = log_probs
         a["values"][t] = values
+
+    def add_outcome(self, t: int, rewards: np.ndarray, terminated: np.ndarray, dones: np.ndarray) -> None:
+        """Store step ``t``'s (possibly scaled) rewards and ``terminated`` / ``dones = terminated | truncated``."""
+        a = self.np
         a["rewards"][t] = rewards
         a["terminated"][t] = terminated
         a["dones"][t] = dones

@@ -9,7 +9,7 @@ import sys
 import tyro
 
 from rlkit.checkpoint import CheckpointError
-from rlkit.config import PRESETS, ConfigError, TrainConfig, preset
+from rlkit.config import PRESETS, ConfigError, TrainConfig, deferred_validation, preset
 from rlkit.distributions import UnsupportedSpaceError
 from rlkit.envs import EnvError, NonFiniteError
 
@@ -26,7 +26,9 @@ def _train(argv: list[str]) -> int:
     default = preset(known.preset) if known.preset else TrainConfig()
     description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME starts from a named "
                    f"preset ({', '.join(PRESETS)}); other flags override its fields.")
-    cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description)
+    with deferred_validation():
+        cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description)
+    cfg.validate()
     from rlkit.trainer import train
 
     result = train(cfg)

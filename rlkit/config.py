@@ -7,6 +7,8 @@ Validation happens in ``__post_init__`` and raises :class:`ConfigError`, a one-l
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -15,6 +17,20 @@ from typing import Literal
 
 class ConfigError(ValueError):
     """A malformed configuration (one line, names the field)."""
+
+
+_VALIDATE = contextvars.ContextVar("rlkit_validate_config", default=True)
+
+
+@contextlib.contextmanager
+def deferred_validation():
+    """Build configs without validating them (the CLI validates once parsing is done, so a bad
+    value is reported as rlkit's one-line error rather than the parser's)."""
+    token = _VALIDATE.set(False)
+    try:
+        yield
+    finally:
+        _VALIDATE.reset(token)
 
 
 @dataclass(frozen=True)
@@ -74,7 +90,7 @@ class TrainConfig:
     checkpoint_every: int = 50_000
     """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
     eval_episodes: int = 10
-    """Episodes of deterministic evaluation at the end of training."""
+    """Episodes of deterministic evaluation at the end of training (0: skip, returns NaN)."""
     device: str = "auto"
     """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
     torch_threads: int = 1
@@ -83,8 +99,13 @@ class TrainConfig:
     """Show a progress bar when stderr is a terminal."""
 
     def __post_init__(self) -> None:
+        if _VALIDATE.get():
+            self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (one line, naming the field) on any malformed value."""
         positive = ("total_steps", "num_envs", "num_steps", "num_minibatches", "update_epochs",
-                    "eval_episodes", "checkpoint_every", "torch_threads")
+                    "checkpoint_every", "torch_threads")
         for name in positive:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
@@ -95,6 +116,8 @@ class TrainConfig:
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"{name} must be a finite non-negative number, got {value!r}")
+        if not isinstance(self.eval_episodes, int) or self.eval_episodes < 0:
+            raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes!r}")
         if self.learning_rate == 0:
             raise ConfigError("learning_rate must be > 0")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:

@@ -8,6 +8,8 @@ variant (``outer/``, ``hp3o/``).
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 from typing import Mapping
 
 from torch.utils.tensorboard import SummaryWriter
@@ -22,6 +24,8 @@ class Logger:
     """
 
     def __init__(self, run_dir: str, purge_step: int | None = None) -> None:
+        if purge_step is not None:
+            _wait_until_newer_than_existing_event_files(run_dir)
         self.writer = SummaryWriter(run_dir, purge_step=purge_step, flush_secs=30)
 
     def scalars(self, values: Mapping[str, float], step: int) -> None:
@@ -43,3 +47,13 @@ class Logger:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def _wait_until_newer_than_existing_event_files(run_dir: str) -> None:
+    """TensorBoard reads a run's event files in name order, and names start with the creation
+    second. A resumed run's file must sort after the killed run's for the purge to apply to it,
+    so wait (at most a second) until the clock has passed every existing file's second."""
+    stamps = [int(p.name.split(".")[3]) for p in Path(run_dir).glob("events.out.tfevents.*")
+              if p.name.split(".")[3].isdigit()]
+    while stamps and time.time() < max(stamps) + 1:
+        time.sleep(0.05)

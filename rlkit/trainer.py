@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from rlkit.agent import Agent, torch_device
+from rlkit.agent import Agent, EvalResult, torch_device
 from rlkit.buffer import Batch, RolloutBuffer, iterate_minibatches
 from rlkit.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.config import ConfigError, TrainConfig
@@ -145,13 +145,13 @@ class PPOTrainer:
         obs = self.obs
         for t in range(cfg.num_steps):
             act = actor.act(obs, self.rng)
+            buf.add_action(t, obs, act.actions, act.log_probs, act.values)
             raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
             self._check_finite(raw_obs, "observations")
             self._check_finite(rewards, "rewards")
             dones = terminated | truncated
             self.episodes.step(rewards, dones)
-            buf.add(t, obs, act.actions, act.log_probs, act.values,
-                    self.rew_scaler(rewards, dones, update=True), terminated, dones)
+            buf.add_outcome(t, self.rew_scaler(rewards, dones, update=True), terminated, dones)
             timeouts = truncated & ~terminated
             if timeouts.any():  # bootstrap a time-out from V(final observation)
                 ids = np.flatnonzero(timeouts)
@@ -240,8 +240,10 @@ class PPOTrainer:
             self.envs.close()
         sps = self.global_step / self.train_seconds if self.train_seconds else 0.0
         self.agent.actor = self.model.snapshot()
-        evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + 10_000)
-        logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std}, self.global_step)
+        evaluation = EvalResult([float("nan")], [0])
+        if cfg.eval_episodes:
+            evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + 10_000)
+            logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std}, self.global_step)
         logger.close()
         result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, evaluation.mean, evaluation.std,
                              str(self.run_dir), cfg.variant, self.update_idx, self.agent)

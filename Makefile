@@ -1,0 +1,33 @@
+# rlkit: `make demo` and `make test` set everything up themselves (a .venv beside this file).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# No GPU: the pinned CPU wheel (on this kind of machine it installs from local disk in seconds).
+# With a GPU (nvidia-smi present) pip picks a CUDA build that satisfies pyproject's torch>=2.3.
+TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 'torch>=2.3' || echo 'torch==2.13.0')
+
+.PHONY: setup demo test test-slow bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[dev]"
+	@touch $@
+
+demo: setup
+	$(VENV)/bin/rlkit train --preset cartpole --total-steps 100000 --logdir runs
+
+test: setup
+	$(PY) -m pytest -q
+
+test-slow: setup
+	$(PY) -m pytest -q -m slow
+
+bench: setup
+	$(PY) benchmarks/throughput.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

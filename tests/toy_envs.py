@@ -1,0 +1,98 @@
+"""Small environments for tests, registered under ``rlkit-test/`` by ``tests/conftest.py``.
+
+Entry points are strings so subprocess (async) workers can import them too.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+
+class IdentityDiscrete(gym.Env):
+    """Observe a one-hot target out of ``n``; reward 1 for choosing it. 16 steps per episode."""
+
+    def __init__(self, n: int = 4, length: int = 16) -> None:
+        self.n, self.length = n, length
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (n,), np.float32)
+        self.action_space = gym.spaces.Discrete(n)
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros(self.n, np.float32)
+        obs[self.target] = 1.0
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.target = 0, int(self.np_random.integers(self.n))
+        return self._obs(), {}
+
+    def step(self, action):
+        reward = float(int(action) == self.target)
+        self.t += 1
+        self.target = int(self.np_random.integers(self.n))
+        return self._obs(), reward, False, self.t >= self.length, {}
+
+
+class IdentityBox(gym.Env):
+    """Observe a point in [-1, 1]^2; reward -|a - obs|^2. 16 steps per episode."""
+
+    def __init__(self, length: int = 16) -> None:
+        self.length = length
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.action_space = gym.spaces.Box(-2.0, 2.0, (2,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        self.obs = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        return self.obs, {}
+
+    def step(self, action):
+        reward = -float(np.square(np.asarray(action) - self.obs).sum())
+        self.t += 1
+        self.obs = self.np_random.uniform(-1, 1, 2).astype(np.float32)
+        return self.obs, reward, False, self.t >= self.length, {}
+
+
+class Faulty(IdentityDiscrete):
+    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward' or 'raise'."""
+
+    def __init__(self, mode: str = "raise", after: int = 40) -> None:
+        super().__init__()
+        self.mode, self.after, self.count = mode, after, 0
+
+    def step(self, action):
+        obs, reward, term, trunc, info = super().step(action)
+        self.count += 1
+        if self.count > self.after:
+            if self.mode == "raise":
+                raise RuntimeError("simulated physics blow-up")
+            if self.mode == "nan_obs":
+                obs = obs * np.nan
+            if self.mode == "nan_reward":
+                reward = float("nan")
+        return obs, reward, term, trunc, info
+
+
+class DictActions(IdentityDiscrete):
+    def __init__(self) -> None:
+        super().__init__()
+        self.action_space = gym.spaces.Dict({"a": gym.spaces.Discrete(2)})
+
+
+def register_all() -> None:
+    specs = {
+        "rlkit-test/IdentityDiscrete-v0": ("IdentityDiscrete", {}),
+        "rlkit-test/IdentityBox-v0": ("IdentityBox", {}),
+        "rlkit-test/Raising-v0": ("Faulty", {"mode": "raise"}),
+        "rlkit-test/NaNObs-v0": ("Faulty", {"mode": "nan_obs"}),
+        "rlkit-test/NaNReward-v0": ("Faulty", {"mode": "nan_reward"}),
+        "rlkit-test/DictActions-v0": ("DictActions", {}),
+    }
+    for env_id, (cls, kwargs) in specs.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=f"tests.toy_envs:{cls}", kwargs=kwargs)
+
+
+register_all()
