@@ -16,10 +16,22 @@ class LossOutput(NamedTuple):
     pg_loss: torch.Tensor
     v_loss: torch.Tensor
     entropy: torch.Tensor
+    log_ratio: torch.Tensor
+    """``[B]`` log(pi_new / pi_behaviour), detached: feed :func:`ratio_stats` (once per epoch,
+    not per minibatch, to keep the hot loop short)."""
+
+
+class RatioStats(NamedTuple):
     approx_kl: torch.Tensor
-    """k3 estimator of KL(old || new), ``mean((r - 1) - log r)`` (detached)."""
+    """k3 estimator of KL(old || new), ``mean((r - 1) - log r)``."""
     clipfrac: torch.Tensor
-    """Fraction of samples with ``|r - 1| > clip_coef`` (detached)."""
+    """Fraction of samples with ``|r - 1| > clip_coef``."""
+
+
+@torch.no_grad()
+def ratio_stats(log_ratio: torch.Tensor, clip_coef: float) -> RatioStats:
+    ratio = log_ratio.exp()
+    return RatioStats(((ratio - 1) - log_ratio).mean(), ((ratio - 1).abs() > clip_coef).float().mean())
 
 
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
@@ -50,8 +62,4 @@ def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tens
 
     entropy = head.entropy(dist_params).mean()
     loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
-
-    with torch.no_grad():
-        approx_kl = ((ratio - 1) - log_ratio).mean()
-        clipfrac = ((ratio - 1).abs() > clip_coef).float().mean()
-    return LossOutput(loss, pg_loss.detach(), v_loss.detach(), entropy.detach(), approx_kl, clipfrac)
+    return LossOutput(loss, pg_loss.detach(), v_loss.detach(), entropy.detach(), log_ratio.detach())

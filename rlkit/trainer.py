@@ -24,7 +24,7 @@ from rlkit.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.config import ConfigError, TrainConfig
 from rlkit.envs import NonFiniteError, make_vec_env, reset_envs, step_envs
 from rlkit.logger import Logger
-from rlkit.loss import ppo_loss
+from rlkit.loss import ppo_loss, ratio_stats
 from rlkit.normalization import RewardScaler
 from rlkit.optim import FlatParameters, make_adam
 
@@ -168,10 +168,10 @@ class PPOTrainer:
         """``update_epochs`` epochs of minibatch PPO on ``batch``; returns mean loss statistics."""
         cfg, model, flat, opt = self.cfg, self.model, self.flat, self.optimizer
         batch = Batch(*(x.to(self.device) for x in batch))
-        stats: list[torch.Tensor] = []
+        losses: list[torch.Tensor] = []
         epochs = 0
         for _ in range(cfg.update_epochs):
-            epoch_kl = []
+            log_ratios = []
             for mb in iterate_minibatches(batch, cfg.num_minibatches, self.generator):
                 dist_params, values = model(mb.obs)
                 out = ppo_loss(self.head, dist_params, values, mb, clip_coef=cfg.clip_coef,
@@ -181,18 +181,20 @@ class PPOTrainer:
                 out.loss.backward()
                 grad_norm = flat.clip_grad_norm_(cfg.max_grad_norm)
                 opt.step()
-                stats.append(torch.stack([out.loss.detach(), out.pg_loss, out.v_loss, out.entropy,
-                                          out.approx_kl, out.clipfrac, grad_norm]))
-                epoch_kl.append(out.approx_kl)
+                losses += [out.loss.detach(), out.pg_loss, out.v_loss, out.entropy, grad_norm]
+                log_ratios.append(out.log_ratio)
             epochs += 1
-            if cfg.target_kl is not None and torch.stack(epoch_kl).mean().item() > cfg.target_kl:
-                break  # early stop on the epoch's mean approx_kl
-        mean = torch.stack(stats).mean(0).cpu()
+            kl = ratio_stats(torch.cat(log_ratios), cfg.clip_coef)
+            if cfg.target_kl is not None and kl.approx_kl.item() > cfg.target_kl:
+                break  # early stop on the epoch's approx_kl (over all its minibatches)
+        mean = torch.stack(losses).view(-1, 5).mean(0).cpu()
         if not torch.isfinite(mean).all():
             raise NonFiniteError(f"non-finite loss during update {self.update_idx + 1}")
         self.actor = model.snapshot()
-        names = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "grad_norm")
+        names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
         out_stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
+        # approx_kl and clipfrac of the last epoch run (as CleanRL logs the last minibatch's).
+        out_stats["losses/approx_kl"], out_stats["losses/clipfrac"] = float(kl.approx_kl), float(kl.clipfrac)
         var_y = batch.returns.var()
         out_stats["losses/explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_y) if var_y > 0 else float("nan")
         out_stats["losses/epochs"] = float(epochs)

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from rlkit import Batch, CategoricalHead, clipped_surrogate, ppo_loss
+from rlkit.loss import ratio_stats
 
 EPS = 0.2
 
@@ -39,7 +40,8 @@ def test_ppo_loss_components():
     new_values = mb.values + torch.linspace(-1, 1, 8)
     out = ppo_loss(head, logits, new_values, mb, clip_coef=EPS, clip_vloss=False, ent_coef=0.1, vf_coef=0.5,
                    norm_adv=False)
-    assert float(out.approx_kl) == 0.0 and float(out.clipfrac) == 0.0
+    stats = ratio_stats(out.log_ratio, EPS)
+    assert float(stats.approx_kl) == 0.0 and float(stats.clipfrac) == 0.0
     assert float(out.pg_loss) == pytest.approx(float(-mb.advantages.mean()))
     assert float(out.v_loss) == pytest.approx(float(0.5 * (new_values - mb.returns).square().mean()))
     assert float(out.entropy) == pytest.approx(float(torch.log(torch.tensor(4.0))))
@@ -66,3 +68,12 @@ def test_advantage_normalization_is_per_minibatch():
     out = ppo_loss(head, logits, mb.values, mb, clip_coef=EPS, clip_vloss=False, ent_coef=0.0, vf_coef=0.0,
                    norm_adv=True)
     assert float(out.pg_loss) == pytest.approx(0.0, abs=1e-6)  # ratio 1: -mean(normalized A) = 0
+
+
+def test_ratio_stats_k3_kl_and_clipfrac():
+    log_ratio = torch.log(torch.tensor([1.0, 1.5, 0.5, 1.1]))
+    stats = ratio_stats(log_ratio, EPS)
+    r = log_ratio.exp()
+    assert float(stats.approx_kl) == pytest.approx(float(((r - 1) - log_ratio).mean()))
+    assert float(stats.approx_kl) > 0
+    assert float(stats.clipfrac) == pytest.approx(0.5)
