@@ -40,12 +40,15 @@ class RolloutBuffer:
         self.log_probs = torch.zeros(t, n)
         self.values = torch.zeros(t, n)
         self.rewards = torch.zeros(t, n)
+        self.raw_rewards = torch.zeros(t, n)
         self.final_values = torch.zeros(t, n)
+        self.final_obs = torch.zeros(t, n, obs_dim)
         self.terminated = torch.zeros(t, n, dtype=torch.bool)
         self.dones = torch.zeros(t, n, dtype=torch.bool)
         # numpy views share memory with the tensors: writes in the rollout loop are free of torch dispatch.
         self.np = {k: getattr(self, k).numpy() for k in
-                   ("obs", "actions", "log_probs", "values", "rewards", "final_values", "terminated", "dones")}
+                   ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards", "final_values", "final_obs",
+                    "terminated", "dones")}
 
     def add_action(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray, values: np.ndarray) -> None:
         """Store step ``t``'s observation and what the policy did with it.
@@ -58,15 +61,18 @@ class RolloutBuffer:
         a["log_probs"][t] = log_probs
         a["values"][t] = values
 
-    def add_outcome(self, t: int, rewards: np.ndarray, terminated: np.ndarray, dones: np.ndarray) -> None:
-        """Store step ``t``'s (possibly scaled) rewards and ``terminated`` / ``dones = terminated | truncated``."""
+    def add_outcome(self, t: int, rewards: np.ndarray, raw_rewards: np.ndarray, terminated: np.ndarray,
+                    dones: np.ndarray) -> None:
+        """Store step ``t``'s rewards (as trained on, and raw) and ``terminated`` / ``dones = terminated | truncated``."""
         a = self.np
         a["rewards"][t] = rewards
+        a["raw_rewards"][t] = raw_rewards
         a["terminated"][t] = terminated
         a["dones"][t] = dones
 
-    def set_final_values(self, t: int, env_ids: np.ndarray, values: np.ndarray) -> None:
-        """V(final observation) for the sub-envs whose episode ended at step ``t``."""
+    def set_final(self, t: int, env_ids: np.ndarray, obs: np.ndarray, values: np.ndarray) -> None:
+        """Normalized final observation and its value for the sub-envs truncated at step ``t``."""
+        self.np["final_obs"][t, env_ids] = obs
         self.np["final_values"][t, env_ids] = values
 
     def next_values(self, last_values: np.ndarray) -> torch.Tensor:
@@ -85,6 +91,16 @@ class RolloutBuffer:
         actions = self.actions.reshape(b) if self.discrete else self.actions.reshape(b, self.action_dim)
         return Batch(self.obs.reshape(b, self.obs_dim), actions, self.log_probs.reshape(b),
                      gae.advantages.reshape(b), gae.returns.reshape(b), self.values.reshape(b))
+
+
+class FullBatch:
+    """Plain PPO's batch source: every epoch runs over the whole rollout."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.pooled = batch
+
+    def epoch_batch(self) -> Batch:
+        return self.pooled
 
 
 def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Generator) -> Iterator[Batch]:

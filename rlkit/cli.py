@@ -15,17 +15,18 @@ from rlkit.envs import EnvError, NonFiniteError
 
 USER_ERRORS = (ConfigError, EnvError, UnsupportedSpaceError, CheckpointError, NonFiniteError)
 
-USAGE = """usage: rlkit train [--preset {presets}] [FLAGS]   (rlkit train --help lists every flag)
+USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
        rlkit eval RUN_DIR [--episodes N] [--seed S]"""
 
 
 def _train(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", default=None)
+    pre.add_argument("--preset", nargs="+", default=[])
     known, rest = pre.parse_known_args(argv)
-    default = preset(known.preset) if known.preset else TrainConfig()
-    description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME starts from a named "
-                   f"preset ({', '.join(PRESETS)}); other flags override its fields.")
+    default = preset(*known.preset) if known.preset else TrainConfig()
+    description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME [NAME ...] starts from "
+                   f"named presets applied in order ({', '.join(PRESETS)}), e.g. --preset mujoco hp3o; "
+                   "other flags override their fields.")
     with deferred_validation():
         cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description)
     cfg.validate()
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"train": _train, "eval": _eval}
     if not argv or argv[0] not in commands:
-        print(USAGE.format(presets="|".join(PRESETS)), file=sys.stderr)
+        print(USAGE + f"\npresets: {', '.join(PRESETS)}", file=sys.stderr)
         return 2
     try:
         return commands[argv[0]](argv[1:])

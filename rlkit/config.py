@@ -98,6 +98,41 @@ class TrainConfig:
     progress: bool = True
     """Show a progress bar when stderr is a terminal."""
 
+    # Outer-PPO (Tan et al. 2024, arXiv 2411.00666): the inner PPO epochs estimate theta* and an
+    # outer optimizer applies the outer gradient g = theta_k - theta* to theta_k.
+    outer: bool = False
+    """Apply PPO's update through an outer optimizer (implied by any non-default --outer-* value)."""
+    outer_lr: float = 1.0
+    """Outer learning rate sigma (1 with no momentum is plain PPO)."""
+    outer_momentum: float = 0.0
+    """Outer momentum mu (SGD momentum on the outer gradient)."""
+    outer_nesterov: bool = False
+    """Use Nesterov momentum in the outer step (needs --outer-momentum > 0)."""
+    outer_bias: float = 0.0
+    """Biased initialization alpha: the inner loop starts from theta_k moved alpha times along the
+    previous outer momentum (rollouts still come from theta_k)."""
+    outer_params: Literal["all", "actor"] = "all"
+    """Parameters the outer step covers: actor and critic (the paper) or the actor only."""
+    outer_optimizer: str = "SGD"
+    """Any torch.optim optimizer as the outer one (momentum/Nesterov apply to SGD only)."""
+
+    # HP3O (Liu et al. 2025, arXiv 2502.15968): updates on hybrid batches from a FIFO buffer of
+    # recent whole trajectories, always including the best-return one.
+    hp3o: bool = False
+    """Update on hybrid batches from a trajectory buffer instead of the latest rollout."""
+    hp3o_buffer_size: int = 20
+    """FIFO buffer capacity in complete trajectories (oldest evicted first)."""
+    hp3o_trajectories: int = 5
+    """Trajectories per hybrid batch k: the best-return one plus k-1 uniform others."""
+    hp3o_samples: int = 1280
+    """Transitions drawn from the k trajectories for each epoch (split evenly among them)."""
+    hp3o_recompute_values: bool = False
+    """Recompute values of replayed states with the current critic (default: stored values)."""
+    hp3o_plus: bool = False
+    """HP3O+: raise a non-best state's baseline to the best trajectory's value at its nearest state."""
+    hp3o_threshold: float = 0.5
+    """HP3O+ distance threshold (Euclidean, in the policy's normalized observation space)."""
+
     def __post_init__(self) -> None:
         if _VALIDATE.get():
             self.validate()
@@ -124,14 +159,48 @@ class TrainConfig:
             raise ConfigError(f"gamma and gae_lambda must lie in [0, 1], got {self.gamma}, {self.gae_lambda}")
         if self.target_kl is not None and not (math.isfinite(self.target_kl) and self.target_kl > 0):
             raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
-        if self.batch_size % self.num_minibatches:
+        if self.update_batch_size % self.num_minibatches:
+            what = "hp3o_samples" if self.hp3o else "num_envs*num_steps"
             raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide the batch "
-                              f"num_envs*num_steps={self.batch_size}")
+                              f"{what}={self.update_batch_size}")
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
                               f"({self.batch_size} steps)")
         if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+        self._validate_variants()
+
+    def _validate_variants(self) -> None:
+        if not (math.isfinite(self.outer_lr) and self.outer_lr > 0):
+            raise ConfigError(f"outer_lr (sigma) must be > 0, got {self.outer_lr!r}")
+        if not 0 <= self.outer_momentum < 1:
+            raise ConfigError(f"outer_momentum must lie in [0, 1), got {self.outer_momentum!r}")
+        if self.outer_nesterov and self.outer_momentum == 0:
+            raise ConfigError("outer_nesterov needs outer_momentum > 0")
+        if not (math.isfinite(self.outer_bias) and self.outer_bias >= 0):
+            raise ConfigError(f"outer_bias must be >= 0, got {self.outer_bias!r}")
+        if self.outer_bias > 0 and (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
+            raise ConfigError("outer_bias needs an outer momentum (outer_optimizer SGD with outer_momentum > 0)")
+        if self.outer_params not in ("all", "actor"):
+            raise ConfigError(f"outer_params must be 'all' or 'actor', got {self.outer_params!r}")
+        if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
+            raise ConfigError("outer_momentum / outer_nesterov apply to the SGD outer optimizer only")
+        import torch.optim
+
+        opt = getattr(torch.optim, self.outer_optimizer, None)
+        if not (isinstance(opt, type) and issubclass(opt, torch.optim.Optimizer)):
+            raise ConfigError(f"outer_optimizer {self.outer_optimizer!r} is not a torch.optim optimizer")
+        for name in ("hp3o_buffer_size", "hp3o_trajectories", "hp3o_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.hp3o_trajectories > self.hp3o_buffer_size:
+            raise ConfigError(f"hp3o_trajectories={self.hp3o_trajectories} is larger than the buffer "
+                              f"hp3o_buffer_size={self.hp3o_buffer_size}")
+        if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold > 0):
+            raise ConfigError(f"hp3o_threshold must be > 0, got {self.hp3o_threshold!r}")
+        if self.hp3o_plus and not self.hp3o:
+            raise ConfigError("hp3o_plus needs hp3o")
 
     @property
     def batch_size(self) -> int:
@@ -139,8 +208,19 @@ class TrainConfig:
         return self.num_envs * self.num_steps
 
     @property
+    def update_batch_size(self) -> int:
+        """Transitions per epoch of the update: the rollout, or HP3O's hybrid sample."""
+        return self.hp3o_samples if self.hp3o else self.batch_size
+
+    @property
     def minibatch_size(self) -> int:
-        return self.batch_size // self.num_minibatches
+        return self.update_batch_size // self.num_minibatches
+
+    @property
+    def outer_enabled(self) -> bool:
+        defaults = TrainConfig.__dataclass_fields__
+        names = ("outer_lr", "outer_momentum", "outer_nesterov", "outer_bias", "outer_params", "outer_optimizer")
+        return self.outer or any(getattr(self, n) != defaults[n].default for n in names)
 
     @property
     def num_updates(self) -> int:
@@ -152,8 +232,23 @@ class TrainConfig:
 
     @property
     def variant(self) -> str:
-        """Short name of the algorithm variant, used in run names and hparams."""
-        return "ppo"
+        """Short name of the algorithm variant, used in run names and hparams, e.g.
+        ``ppo``, ``outer-lr1.5``, ``outer-lr1-m0.9-nesterov-bias0.5``, ``hp3o+``, ``outer-lr1.5+hp3o``."""
+        parts = []
+        if self.outer_enabled:
+            name = f"outer-lr{self.outer_lr:g}"
+            if self.outer_optimizer != "SGD":
+                name += f"-{self.outer_optimizer.lower()}"
+            if self.outer_momentum:
+                name += f"-m{self.outer_momentum:g}" + ("-nesterov" if self.outer_nesterov else "")
+            if self.outer_bias:
+                name += f"-bias{self.outer_bias:g}"
+            if self.outer_params == "actor":
+                name += "-actor"
+            parts.append(name)
+        if self.hp3o:
+            parts.append("hp3o+" if self.hp3o_plus else "hp3o")
+        return "+".join(parts) or "ppo"
 
     def replace(self, **overrides: object) -> "TrainConfig":
         """A copy with some fields changed (validated again)."""
@@ -191,9 +286,28 @@ PRESETS: dict[str, dict[str, object]] = {
 }
 
 
-def preset(name: str, **overrides: object) -> TrainConfig:
-    """A named preset with field overrides, e.g. ``preset("mujoco", env="Walker2d-v5")``."""
-    if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
-    fields = {**PRESETS[name], **overrides}
-    return TrainConfig().replace(**fields)
+# Variant presets (issue #3) set only algorithm fields, so they stack on an env preset:
+# ``preset("mujoco", "hp3o")`` or ``rlkit train --preset mujoco hp3o``.
+PRESETS.update({
+    "ppo": dict(),
+    "outer-lr": dict(outer=True, outer_lr=1.5),
+    "outer-nesterov": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_nesterov=True),
+    "outer-biased": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_bias=0.5),
+    # The HP3O authors' defaults: 20 trajectories, k = 5, 1280 transitions per epoch,
+    # minibatch 128 (10 minibatches), 10 epochs.
+    "hp3o": dict(hp3o=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280,
+                 num_minibatches=10, update_epochs=10),
+    "hp3o-plus": dict(hp3o=True, hp3o_plus=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280,
+                      num_minibatches=10, update_epochs=10),
+})
+
+
+def preset(*names: str, **overrides: object) -> TrainConfig:
+    """Named presets applied in order, then field overrides, e.g.
+    ``preset("mujoco", "outer-nesterov", env="Walker2d-v5")``."""
+    fields: dict[str, object] = {}
+    for name in names:
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+        fields.update(PRESETS[name])
+    return TrainConfig().replace(**{**fields, **overrides})

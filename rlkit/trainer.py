@@ -19,14 +19,16 @@ import torch
 from tqdm import tqdm
 
 from rlkit.agent import Agent, EvalResult, torch_device
-from rlkit.buffer import Batch, RolloutBuffer, iterate_minibatches
+from rlkit.buffer import Batch, FullBatch, RolloutBuffer, iterate_minibatches
 from rlkit.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.config import ConfigError, TrainConfig
 from rlkit.envs import NonFiniteError, make_vec_env, reset_envs, step_envs
+from rlkit.hp3o import HP3O, HybridBatches
 from rlkit.logger import Logger
 from rlkit.loss import ppo_loss, ratio_stats
 from rlkit.normalization import RewardScaler
 from rlkit.optim import FlatParameters, make_adam
+from rlkit.outer import OuterStep
 
 
 @dataclass
@@ -106,6 +108,12 @@ class PPOTrainer:
         self.rng = np.random.default_rng(cfg.seed)  # acting
         self.generator = torch.Generator().manual_seed(cfg.seed)  # minibatch shuffling
         self.episodes = Episodes(cfg.num_envs)
+        # Variants (issue #3) swap one piece: the outer step wraps the inner epochs, HP3O the batch source.
+        self.outer = OuterStep(self.flat, cfg.outer_lr, cfg.outer_momentum, cfg.outer_nesterov, cfg.outer_bias,
+                               cfg.outer_params == "actor", cfg.outer_optimizer) if cfg.outer_enabled else None
+        self.hp3o = HP3O(cfg.num_envs, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, cfg.hp3o_samples, cfg.gamma,
+                         cfg.gae_lambda, cfg.clip_coef, cfg.hp3o_recompute_values,
+                         cfg.hp3o_threshold if cfg.hp3o_plus else None) if cfg.hp3o else None
         self.update_idx = 0
         self.global_step = 0
         self.train_seconds = 0.0
@@ -133,6 +141,8 @@ class PPOTrainer:
         self._check_finite(raw, "observations")
         self.obs = self.obs_norm(raw.reshape(self.cfg.num_envs, -1), update=True)
         self.rew_scaler.reset()
+        if self.hp3o:
+            self.hp3o.assembler.discard_pending()
         self.episodes.reset()
 
     def _check_finite(self, x: np.ndarray, what: str) -> None:
@@ -151,27 +161,52 @@ class PPOTrainer:
             self._check_finite(rewards, "rewards")
             dones = terminated | truncated
             self.episodes.step(rewards, dones)
-            buf.add_outcome(t, self.rew_scaler(rewards, dones, update=True), terminated, dones)
+            buf.add_outcome(t, self.rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
             timeouts = truncated & ~terminated
             if timeouts.any():  # bootstrap a time-out from V(final observation)
                 ids = np.flatnonzero(timeouts)
                 final = np.stack([info["final_obs"][i] for i in ids]).reshape(len(ids), -1)
                 self._check_finite(final, "observations")
-                buf.set_final_values(t, ids, actor.value(self.obs_norm(final, update=False)))
+                final = self.obs_norm(final, update=False)
+                buf.set_final(t, ids, final, actor.value(final))
             obs = self.obs_norm(raw_obs.reshape(n, -1), update=True)
         self.obs = obs
         self.global_step += cfg.batch_size
         return actor.value(obs)
 
     # ------------------------------------------------------------------------------ update
-    def optimize(self, batch: Batch) -> dict[str, float]:
-        """``update_epochs`` epochs of minibatch PPO on ``batch``; returns mean loss statistics."""
+    def update(self) -> dict[str, float]:
+        """One iteration: rollout, batch source (the rollout, or HP3O's hybrid batches),
+        inner PPO epochs (wrapped by the Outer-PPO step when enabled)."""
+        cfg = self.cfg
+        last_values = self.collect()
+        stats: dict[str, float] = {}
+        source: FullBatch | HybridBatches | None
+        if self.hp3o:
+            self.hp3o.observe(self.buffer, self.update_idx)
+            source, hp3o_stats = self.hp3o.batches(self.update_idx, self.rng, self.model, self.device)
+            stats.update(hp3o_stats)
+        else:
+            source = FullBatch(self.buffer.compute_batch(last_values, cfg.gamma, cfg.gae_lambda))
+        if source is None:  # HP3O before the first finished trajectory: nothing to learn from yet
+            return stats
+        if self.outer:
+            self.outer.begin()
+        stats.update(self.optimize(source))
+        if self.outer:
+            stats.update(self.outer.end())
+        self.actor = self.model.snapshot()
+        return stats
+
+    def optimize(self, source: FullBatch | HybridBatches) -> dict[str, float]:
+        """``update_epochs`` epochs of minibatch PPO on ``source.epoch_batch()``; returns mean loss statistics."""
         cfg, model, flat, opt = self.cfg, self.model, self.flat, self.optimizer
-        batch = Batch(*(x.to(self.device) for x in batch))
+        device = self.device
         losses: list[torch.Tensor] = []
         epochs = 0
         for _ in range(cfg.update_epochs):
             log_ratios = []
+            batch = Batch(*(x.to(device) for x in source.epoch_batch()))
             for mb in iterate_minibatches(batch, cfg.num_minibatches, self.generator):
                 dist_params, values = model(mb.obs)
                 out = ppo_loss(self.head, dist_params, values, mb, clip_coef=cfg.clip_coef,
@@ -190,13 +225,14 @@ class PPOTrainer:
         mean = torch.stack(losses).view(-1, 5).mean(0).cpu()
         if not torch.isfinite(mean).all():
             raise NonFiniteError(f"non-finite loss during update {self.update_idx + 1}")
-        self.actor = model.snapshot()
         names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
         out_stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
         # approx_kl and clipfrac of the last epoch run (as CleanRL logs the last minibatch's).
         out_stats["losses/approx_kl"], out_stats["losses/clipfrac"] = float(kl.approx_kl), float(kl.clipfrac)
-        var_y = batch.returns.var()
-        out_stats["losses/explained_variance"] = float(1 - (batch.returns - batch.values).var() / var_y) if var_y > 0 else float("nan")
+        pooled = source.pooled
+        var_y = pooled.returns.var()
+        out_stats["losses/explained_variance"] = (float(1 - (pooled.returns - pooled.values).var() / var_y)
+                                                  if var_y > 0 else float("nan"))
         out_stats["losses/epochs"] = float(epochs)
         return out_stats
 
@@ -219,9 +255,7 @@ class PPOTrainer:
                 start = time.perf_counter()
                 lr = self.learning_rate()
                 self.optimizer.param_groups[0]["lr"] = lr
-                last_values = self.collect()
-                batch = self.buffer.compute_batch(last_values, cfg.gamma, cfg.gae_lambda)
-                stats = self.optimize(batch)
+                stats = self.update()
                 self.update_idx += 1
                 seconds = time.perf_counter() - start
                 self.train_seconds += seconds
@@ -265,10 +299,16 @@ class PPOTrainer:
         tensors = {f"model.{k}": v for k, v in self.model.state_dict().items()}
         tensors.update({f"optim.{k}": v for k, v in opt_state.items() if torch.is_tensor(v)})
         tensors["rng.torch_generator"] = self.generator.get_state()
+        hp3o_meta: list[dict[str, object]] = []
+        if self.outer:
+            tensors.update(self.outer.state_tensors())
+        if self.hp3o:
+            hp3o_tensors, hp3o_meta = self.hp3o.buffer.state()
+            tensors.update(hp3o_tensors)
         state = {"config": self.cfg.to_dict(), "update": self.update_idx, "global_step": self.global_step,
                  "train_seconds": self.train_seconds, "obs_norm": self.obs_norm.state_dict(),
                  "rew_scaler": self.rew_scaler.state_dict(), "rng_numpy": self.rng.bit_generator.state,
-                 "recent_returns": list(self.episodes.recent)}
+                 "recent_returns": list(self.episodes.recent), "hp3o_buffer": hp3o_meta}
         return save_checkpoint(self.run_dir, f"update-{self.update_idx:07d}", tensors, state)
 
     def _load_state(self, tensors: dict[str, torch.Tensor], state: dict) -> None:
@@ -280,6 +320,10 @@ class PPOTrainer:
         if opt_state:
             self.optimizer.state[self.flat.param] = opt_state
         self.generator.set_state(tensors["rng.torch_generator"])
+        if self.outer:
+            self.outer.load_state_tensors(tensors)
+        if self.hp3o:
+            self.hp3o.buffer.load_state(tensors, state["hp3o_buffer"])
         self.rng.bit_generator.state = state["rng_numpy"]
         self.obs_norm.load_state_dict(state["obs_norm"])
         self.rew_scaler.load_state_dict(state["rew_scaler"])

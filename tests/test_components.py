@@ -48,8 +48,8 @@ def test_buffer_next_values_use_final_obs_value_on_episode_end():
     for t in range(3):
         dones = np.array([t == 1, False])
         buf.add_action(t, np.zeros((2, 1)), np.zeros(2, np.int64), np.zeros(2), np.array([t, 10 + t], np.float32))
-        buf.add_outcome(t, np.zeros(2), np.zeros(2, bool), dones)
-    buf.set_final_values(1, np.array([0]), np.array([42.0]))
+        buf.add_outcome(t, np.zeros(2), np.zeros(2), np.zeros(2, bool), dones)
+    buf.set_final(1, np.array([0]), np.zeros((1, 1)), np.array([42.0]))
     nv = buf.next_values(np.array([7.0, 8.0]))
     np.testing.assert_array_equal(nv.numpy(), [[1, 11], [42, 12], [7, 8]])
 

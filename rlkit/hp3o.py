@@ -1,0 +1,243 @@
+"""HP3O (Liu et al. 2025, "Enhancing PPO with Trajectory-Aware Hybrid Policies", arXiv 2502.15968).
+
+Finished trajectories go into a FIFO buffer; each update trains on a hybrid batch made of the
+best-return trajectory plus k-1 others drawn uniformly without replacement. The PPO ratio is
+taken against each trajectory's stored behaviour log-probs, advantages come from
+:func:`compute_gae` with the core's truncation rule. HP3O+ raises the baseline of states in
+non-best trajectories to the best trajectory's value at the nearest state (within a threshold).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, fields
+from typing import Callable
+
+import numpy as np
+import torch
+
+from rlkit.buffer import Batch, RolloutBuffer
+from rlkit.gae import compute_gae
+
+
+@dataclass
+class Trajectory:
+    """One complete episode of one sub-env, as collected (``L`` steps)."""
+
+    obs: torch.Tensor
+    """``[L, obs_dim]`` normalized observations the policy acted on."""
+    actions: torch.Tensor
+    """``[L]`` or ``[L, A]`` unclipped actions."""
+    log_probs: torch.Tensor
+    """``[L]`` behaviour log-probs."""
+    values: torch.Tensor
+    """``[L]`` values at collection time."""
+    rewards: torch.Tensor
+    """``[L]`` rewards as trained on (scaled when reward normalization is on)."""
+    final_obs: torch.Tensor
+    """``[obs_dim]`` normalized final observation (used on truncation)."""
+    final_value: float
+    """V(final observation) at collection time (bootstrap on truncation)."""
+    terminated: bool
+    truncated: bool
+    episode_return: float
+    """Undiscounted return in raw rewards (what 'best' ranks by)."""
+    finished_update: int
+
+    def __len__(self) -> int:
+        return self.obs.shape[0]
+
+
+_TENSORS = ("obs", "actions", "log_probs", "values", "rewards", "final_obs")
+
+
+class TrajectoryAssembler:
+    """Stitches each sub-env's steps into trajectories across rollouts and vector resets."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.pending: list[list[dict[str, torch.Tensor]]] = [[] for _ in range(num_envs)]
+
+    def add_rollout(self, buf: RolloutBuffer, update: int) -> list[Trajectory]:
+        """Finished trajectories in this rollout (oldest first); unfinished tails are kept."""
+        finished: list[tuple[int, Trajectory]] = []
+        dones = buf.np["dones"]
+        for n in range(buf.num_envs):
+            start = 0
+            for t in np.flatnonzero(dones[:, n]):
+                chunks = self.pending[n] + [self._chunk(buf, n, start, t + 1)]
+                self.pending[n] = []
+                finished.append((int(t), self._close(chunks, buf, n, int(t), update)))
+                start = t + 1
+            if start < buf.num_steps:
+                self.pending[n].append(self._chunk(buf, n, start, buf.num_steps))
+        return [traj for _, traj in sorted(finished, key=lambda item: item[0])]
+
+    def discard_pending(self) -> None:
+        """Drop unfinished tails (the envs were reset, e.g. at a checkpoint)."""
+        self.pending = [[] for _ in self.pending]
+
+    @staticmethod
+    def _chunk(buf: RolloutBuffer, n: int, start: int, stop: int) -> dict[str, torch.Tensor]:
+        return {k: getattr(buf, k)[start:stop, n].clone()
+                for k in ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards")}
+
+    @staticmethod
+    def _close(chunks: list[dict[str, torch.Tensor]], buf: RolloutBuffer, n: int, t: int, update: int) -> Trajectory:
+        cat = {k: torch.cat([c[k] for c in chunks]) for k in chunks[0]}
+        terminated = bool(buf.terminated[t, n])
+        return Trajectory(cat["obs"], cat["actions"], cat["log_probs"], cat["values"], cat["rewards"],
+                          buf.final_obs[t, n].clone(), float(buf.final_values[t, n]), terminated,
+                          not terminated, float(cat["raw_rewards"].double().sum()), update)
+
+
+class TrajectoryBuffer:
+    """FIFO of at most ``capacity`` complete trajectories (oldest evicted first)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.items: deque[Trajectory] = deque(maxlen=capacity)
+
+    def add(self, trajectories: list[Trajectory]) -> None:
+        self.items.extend(trajectories)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def best_index(self) -> int:
+        """Index of the highest-return trajectory (ties: the most recent)."""
+        returns = np.array([t.episode_return for t in self.items])
+        return int(len(returns) - 1 - np.argmax(returns[::-1]))
+
+    def sample(self, k: int, rng: np.random.Generator) -> list[int]:
+        """The best trajectory first, then ``min(k, len) - 1`` others uniformly without replacement."""
+        best = self.best_index()
+        others = [i for i in range(len(self.items)) if i != best]
+        k = min(k, len(self.items))
+        picked = rng.choice(len(others), size=k - 1, replace=False) if k > 1 else []
+        return [best] + [others[int(i)] for i in picked]
+
+    def state(self) -> tuple[dict[str, torch.Tensor], list[dict[str, object]]]:
+        tensors, meta = {}, []
+        for i, traj in enumerate(self.items):
+            tensors.update({f"hp3o.{i}.{k}": getattr(traj, k) for k in _TENSORS})
+            meta.append({f.name: getattr(traj, f.name) for f in fields(Trajectory) if f.name not in _TENSORS})
+        return tensors, meta
+
+    def load_state(self, tensors: dict[str, torch.Tensor], meta: list[dict[str, object]]) -> None:
+        self.items.clear()
+        for i, m in enumerate(meta):
+            self.items.append(Trajectory(**{k: tensors[f"hp3o.{i}.{k}"] for k in _TENSORS}, **m))  # type: ignore[arg-type]
+
+
+def hp3o_plus_baseline(obs: torch.Tensor, values: torch.Tensor, best_obs: torch.Tensor, best_values: torch.Tensor,
+                       threshold: float) -> torch.Tensor:
+    """``[L]`` baseline for states ``obs [L, d]`` of a non-best trajectory: the best trajectory's
+    value at the nearest of its states ``best_obs [M, d]`` where that value is larger and the
+    Euclidean distance is at most ``threshold``; the state's own value elsewhere."""
+    dist = torch.cdist(obs[None].double(), best_obs[None].double())[0]
+    nearest = dist.argmin(dim=1)
+    candidate = best_values[nearest]
+    use = (dist.gather(1, nearest[:, None])[:, 0] <= threshold) & (candidate > values)
+    return torch.where(use, candidate, values)
+
+
+@dataclass
+class HybridBatches:
+    """The k chosen trajectories' transitions with advantages; ``epoch_batch`` draws a fresh
+    fixed-size sample for each epoch, split evenly across the trajectories."""
+
+    pooled: Batch
+    segments: list[tuple[int, int]]
+    samples: int
+    rng: np.random.Generator
+
+    def epoch_batch(self) -> Batch:
+        k = len(self.segments)
+        shares = [self.samples // k + (1 if i < self.samples % k else 0) for i in range(k)]
+        idx = np.concatenate([start + self.rng.choice(stop - start, size=share, replace=stop - start < share)
+                              for (start, stop), share in zip(self.segments, shares)])
+        index = torch.from_numpy(idx).to(self.pooled.obs.device)
+        return Batch(*(x.index_select(0, index) for x in self.pooled))
+
+
+def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samples: int, rng: np.random.Generator,
+                         value_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                         plus_threshold: float | None = None) -> tuple[HybridBatches, float]:
+    """Advantages for ``trajs`` (best first) and the per-epoch sampler. With ``value_fn`` the
+    current critic recomputes values; with ``plus_threshold`` HP3O+ baselines apply.
+    Returns the sampler and the fraction of non-best states whose baseline HP3O+ replaced."""
+    parts, segments, offset, replaced, total = [], [], 0, 0, 0
+    best_obs = best_values = None
+    for j, traj in enumerate(trajs):
+        values, final_value = traj.values, traj.final_value
+        if value_fn is not None:
+            values = value_fn(torch.cat([traj.obs, traj.final_obs[None]]))
+            values, final_value = values[:-1], float(values[-1])
+        length = len(traj)
+        next_values = torch.cat([values[1:], torch.tensor([final_value if traj.truncated else 0.0])])
+        done = torch.zeros(length, 1, dtype=torch.bool)
+        done[-1] = True
+        term = torch.zeros(length, 1, dtype=torch.bool)
+        term[-1] = traj.terminated
+        gae = compute_gae(traj.rewards[:, None], values[:, None].float(), next_values[:, None].float(), term, done,
+                          gamma, lam)
+        returns, advantages = gae.returns[:, 0], gae.advantages[:, 0]
+        if j == 0:
+            best_obs, best_values = traj.obs, values
+        elif plus_threshold is not None:
+            baseline = hp3o_plus_baseline(traj.obs, values, best_obs, best_values, plus_threshold)
+            replaced += int((baseline != values).sum())
+            total += length
+            advantages = returns - baseline
+        parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values.float()))
+        segments.append((offset, offset + length))
+        offset += length
+    pooled = Batch(*(torch.cat(xs) for xs in zip(*parts)))
+    return HybridBatches(pooled, segments, samples, rng), replaced / max(total, 1)
+
+
+class HP3O:
+    """The trainer's HP3O batch source: assembles trajectories, keeps the FIFO buffer, and builds
+    each update's hybrid batches."""
+
+    def __init__(self, num_envs: int, capacity: int, k: int, samples: int, gamma: float, lam: float,
+                 clip_coef: float = 0.2, recompute_values: bool = False, plus_threshold: float | None = None) -> None:
+        self.assembler = TrajectoryAssembler(num_envs)
+        self.buffer = TrajectoryBuffer(capacity)
+        self.k, self.samples, self.gamma, self.lam = k, samples, gamma, lam
+        self.recompute_values, self.plus_threshold, self.clip_coef = recompute_values, plus_threshold, clip_coef
+
+    def observe(self, buf: RolloutBuffer, update: int) -> None:
+        self.buffer.add(self.assembler.add_rollout(buf, update))
+
+    @torch.no_grad()
+    def batches(self, update: int, rng: np.random.Generator, model: torch.nn.Module,
+                device: torch.device) -> tuple[HybridBatches | None, dict[str, float]]:
+        """This update's hybrid batches (None while the buffer is empty) and ``hp3o/`` diagnostics."""
+        stats = {"hp3o/buffer_fill": float(len(self.buffer))}
+        if not len(self.buffer):
+            return None, stats
+        chosen = [self.buffer.items[i] for i in self.buffer.sample(self.k, rng)]
+        chosen = [_to(t, device) for t in chosen]
+        value_fn = model.value if self.recompute_values else None
+        hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, self.samples, rng, value_fn,
+                                                self.plus_threshold)
+        pooled = hybrid.pooled
+        log_ratio = model.head.log_prob(model(pooled.obs)[0], pooled.actions) - pooled.log_probs
+        ratio = log_ratio.exp()
+        stats.update({
+            "hp3o/best_return": chosen[0].episode_return,
+            "hp3o/sampled_age": float(np.mean([update - t.finished_update for t in chosen])),
+            "hp3o/sampled_trajectories": float(len(chosen)),
+            "hp3o/replay_ratio_mean": float(ratio.mean()),
+            "hp3o/replay_clipfrac": float(((ratio - 1).abs() > self.clip_coef).float().mean()),
+        })
+        if self.plus_threshold is not None:
+            stats["hp3o/baseline_replaced_frac"] = replaced
+        return hybrid, stats
+
+
+def _to(traj: Trajectory, device: torch.device) -> Trajectory:
+    if traj.obs.device == device:
+        return traj
+    return Trajectory(**{f.name: (getattr(traj, f.name).to(device) if f.name in _TENSORS else getattr(traj, f.name))
+                         for f in fields(Trajectory)})
