@@ -133,7 +133,7 @@ def hp3o_plus_baseline(obs: torch.Tensor, values: torch.Tensor, best_obs: torch.
     """``[L]`` baseline for states ``obs [L, d]`` of a non-best trajectory: the best trajectory's
     value at the nearest of its states ``best_obs [M, d]`` where that value is larger and the
     Euclidean distance is at most ``threshold``; the state's own value elsewhere."""
-    dist = torch.cdist(obs[None].double(), best_obs[None].double())[0]
+    dist = torch.cdist(obs[None], best_obs[None])[0]
     nearest = dist.argmin(dim=1)
     candidate = best_values[nearest]
     use = (dist.gather(1, nearest[:, None])[:, 0] <= threshold) & (candidate > values)
@@ -159,38 +159,50 @@ class HybridBatches:
         return Batch(*(x.index_select(0, index) for x in self.pooled))
 
 
+def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_values: list[float], gamma: float,
+                   lam: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(advantages ``[L_i]``, returns ``[L_i]``) per trajectory from one :func:`compute_gae` call on a
+    ``[L_max, k]`` right-padded block: each column ends with done (and terminated unless the
+    episode was truncated, which bootstraps from its final value); padding is terminated and done,
+    so it contributes nothing."""
+    k, length = len(trajs), max(len(t) for t in trajs)
+    device = trajs[0].obs.device
+    rewards, vals, next_vals = (torch.zeros(length, k, device=device) for _ in range(3))
+    term = torch.ones(length, k, dtype=torch.bool, device=device)
+    done = torch.ones(length, k, dtype=torch.bool, device=device)
+    for j, (traj, v, fv) in enumerate(zip(trajs, values, final_values)):
+        n = len(traj)
+        rewards[:n, j], vals[:n, j] = traj.rewards, v
+        next_vals[:n - 1, j], next_vals[n - 1, j] = v[1:], (fv if traj.truncated else 0.0)
+        term[:n - 1, j], term[n - 1, j] = False, traj.terminated
+        done[:n - 1, j] = False
+    gae = compute_gae(rewards, vals, next_vals, term, done, gamma, lam)
+    return [(gae.advantages[:len(t), j], gae.returns[:len(t), j]) for j, t in enumerate(trajs)]
+
+
 def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samples: int, rng: np.random.Generator,
                          value_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
                          plus_threshold: float | None = None) -> tuple[HybridBatches, float]:
     """Advantages for ``trajs`` (best first) and the per-epoch sampler. With ``value_fn`` the
     current critic recomputes values; with ``plus_threshold`` HP3O+ baselines apply.
     Returns the sampler and the fraction of non-best states whose baseline HP3O+ replaced."""
+    if value_fn is None:
+        values = [t.values.float() for t in trajs]
+        final_values = [t.final_value for t in trajs]
+    else:
+        recomputed = [value_fn(torch.cat([t.obs, t.final_obs[None]])).float() for t in trajs]
+        values, final_values = [v[:-1] for v in recomputed], [float(v[-1]) for v in recomputed]
     parts, segments, offset, replaced, total = [], [], 0, 0, 0
-    best_obs = best_values = None
-    for j, traj in enumerate(trajs):
-        values, final_value = traj.values, traj.final_value
-        if value_fn is not None:
-            values = value_fn(torch.cat([traj.obs, traj.final_obs[None]]))
-            values, final_value = values[:-1], float(values[-1])
-        length = len(traj)
-        next_values = torch.cat([values[1:], torch.tensor([final_value if traj.truncated else 0.0])])
-        done = torch.zeros(length, 1, dtype=torch.bool)
-        done[-1] = True
-        term = torch.zeros(length, 1, dtype=torch.bool)
-        term[-1] = traj.terminated
-        gae = compute_gae(traj.rewards[:, None], values[:, None].float(), next_values[:, None].float(), term, done,
-                          gamma, lam)
-        returns, advantages = gae.returns[:, 0], gae.advantages[:, 0]
-        if j == 0:
-            best_obs, best_values = traj.obs, values
-        elif plus_threshold is not None:
-            baseline = hp3o_plus_baseline(traj.obs, values, best_obs, best_values, plus_threshold)
-            replaced += int((baseline != values).sum())
-            total += length
+    for j, (traj, (advantages, returns)) in enumerate(zip(trajs, trajectory_gae(trajs, values, final_values,
+                                                                                 gamma, lam))):
+        if j > 0 and plus_threshold is not None:
+            baseline = hp3o_plus_baseline(traj.obs, values[j], trajs[0].obs, values[0], plus_threshold)
+            replaced += int((baseline != values[j]).sum())
+            total += len(traj)
             advantages = returns - baseline
-        parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values.float()))
-        segments.append((offset, offset + length))
-        offset += length
+        parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values[j]))
+        segments.append((offset, offset + len(traj)))
+        offset += len(traj)
     pooled = Batch(*(torch.cat(xs) for xs in zip(*parts)))
     return HybridBatches(pooled, segments, samples, rng), replaced / max(total, 1)
 
