@@ -12,6 +12,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
+from typing import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +26,10 @@ from rlkit.config import ConfigError, TrainConfig
 from rlkit.envs import NonFiniteError, make_vec_env, reset_envs, step_envs
 from rlkit.hp3o import HP3O, HybridBatches
 from rlkit.logger import Logger
-from rlkit.loss import ppo_loss, ratio_stats
 from rlkit.normalization import RewardScaler
 from rlkit.optim import FlatParameters, make_adam
 from rlkit.outer import OuterStep
+from rlkit.update import explained_variance, ppo_epochs
 
 
 @dataclass
@@ -200,41 +201,19 @@ class PPOTrainer:
 
     def optimize(self, source: FullBatch | HybridBatches) -> dict[str, float]:
         """``update_epochs`` epochs of minibatch PPO on ``source.epoch_batch()``; returns mean loss statistics."""
-        cfg, model, flat, opt = self.cfg, self.model, self.flat, self.optimizer
-        device = self.device
-        losses: list[torch.Tensor] = []
-        epochs = 0
-        for _ in range(cfg.update_epochs):
-            log_ratios = []
+        device, model = self.device, self.model
+
+        def epoch_minibatches() -> Iterator[Batch]:
             batch = Batch(*(x.to(device) for x in source.epoch_batch()))
-            for mb in iterate_minibatches(batch, cfg.num_minibatches, self.generator):
-                dist_params, values = model(mb.obs)
-                out = ppo_loss(self.head, dist_params, values, mb, clip_coef=cfg.clip_coef,
-                               clip_vloss=cfg.clip_vloss, ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef,
-                               norm_adv=cfg.norm_adv)
-                flat.zero_grad()
-                out.loss.backward()
-                grad_norm = flat.clip_grad_norm_(cfg.max_grad_norm)
-                opt.step()
-                losses += [out.loss.detach(), out.pg_loss, out.v_loss, out.entropy, grad_norm]
-                log_ratios.append(out.log_ratio)
-            epochs += 1
-            kl = ratio_stats(torch.cat(log_ratios), cfg.clip_coef)
-            if cfg.target_kl is not None and kl.approx_kl.item() > cfg.target_kl:
-                break  # early stop on the epoch's approx_kl (over all its minibatches)
-        mean = torch.stack(losses).view(-1, 5).mean(0).cpu()
-        if not torch.isfinite(mean).all():
-            raise NonFiniteError(f"non-finite loss during update {self.update_idx + 1}")
-        names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
-        out_stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
-        # approx_kl and clipfrac of the last epoch run (as CleanRL logs the last minibatch's).
-        out_stats["losses/approx_kl"], out_stats["losses/clipfrac"] = float(kl.approx_kl), float(kl.clipfrac)
-        pooled = source.pooled
-        var_y = pooled.returns.var()
-        out_stats["losses/explained_variance"] = (float(1 - (pooled.returns - pooled.values).var() / var_y)
-                                                  if var_y > 0 else float("nan"))
-        out_stats["losses/epochs"] = float(epochs)
-        return out_stats
+            return iterate_minibatches(batch, self.cfg.num_minibatches, self.generator)
+
+        def forward(mb: Batch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
+            return (*model(mb.obs), mb)
+
+        stats = ppo_epochs(epoch_minibatches, forward, self.head, self.flat, self.optimizer, self.cfg,
+                           self.update_idx + 1)
+        stats["losses/explained_variance"] = explained_variance(source.pooled.returns, source.pooled.values)
+        return stats
 
     def learning_rate(self) -> float:
         if not self.cfg.anneal_lr:

@@ -63,14 +63,14 @@ def test_nan_from_env_reports_the_update(logdir, env, what):
 
 
 def test_nan_loss_reports_the_update(logdir, monkeypatch):
-    import rlkit.trainer as trainer_mod
-    real = trainer_mod.ppo_loss
+    import rlkit.update as update_mod
+    real = update_mod.ppo_loss
 
     def poisoned(*args, **kwargs):
         out = real(*args, **kwargs)
         return out._replace(loss=out.loss * float("nan"))
 
-    monkeypatch.setattr(trainer_mod, "ppo_loss", poisoned)
+    monkeypatch.setattr(update_mod, "ppo_loss", poisoned)
     with pytest.raises(rlkit.NonFiniteError) as e:
         rlkit.train(cfg(logdir, env="CartPole-v1"))
     assert "loss" in one_line(e) and "update 1" in one_line(e)
