@@ -12,12 +12,10 @@ import contextvars
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Literal
 
+from rlkit.variants import ConfigError, VariantOptions
 
-class ConfigError(ValueError):
-    """A malformed configuration (one line, names the field)."""
-
+__all__ = ["ConfigError", "PRESETS", "TrainConfig", "VariantOptions", "deferred_validation", "preset"]
 
 _VALIDATE = contextvars.ContextVar("rlkit_validate_config", default=True)
 
@@ -34,8 +32,8 @@ def deferred_validation():
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """PPO on a vectorized Gymnasium environment."""
+class TrainConfig(VariantOptions):
+    """PPO on a vectorized Gymnasium environment (variant fields: :class:`VariantOptions`)."""
 
     env: str = "CartPole-v1"
     """Gymnasium environment id."""
@@ -98,41 +96,6 @@ class TrainConfig:
     progress: bool = True
     """Show a progress bar when stderr is a terminal."""
 
-    # Outer-PPO (Tan et al. 2024, arXiv 2411.00666): the inner PPO epochs estimate theta* and an
-    # outer optimizer applies the outer gradient g = theta_k - theta* to theta_k.
-    outer: bool = False
-    """Apply PPO's update through an outer optimizer (implied by any non-default --outer-* value)."""
-    outer_lr: float = 1.0
-    """Outer learning rate sigma (1 with no momentum is plain PPO)."""
-    outer_momentum: float = 0.0
-    """Outer momentum mu (SGD momentum on the outer gradient)."""
-    outer_nesterov: bool = False
-    """Use Nesterov momentum in the outer step (needs --outer-momentum > 0)."""
-    outer_bias: float = 0.0
-    """Biased initialization alpha: the inner loop starts from theta_k moved alpha times along the
-    previous outer momentum (rollouts still come from theta_k)."""
-    outer_params: Literal["all", "actor"] = "all"
-    """Parameters the outer step covers: actor and critic (the paper) or the actor only."""
-    outer_optimizer: str = "SGD"
-    """Any torch.optim optimizer as the outer one (momentum/Nesterov apply to SGD only)."""
-
-    # HP3O (Liu et al. 2025, arXiv 2502.15968): updates on hybrid batches from a FIFO buffer of
-    # recent whole trajectories, always including the best-return one.
-    hp3o: bool = False
-    """Update on hybrid batches from a trajectory buffer instead of the latest rollout."""
-    hp3o_buffer_size: int = 20
-    """FIFO buffer capacity in complete trajectories (oldest evicted first)."""
-    hp3o_trajectories: int = 5
-    """Trajectories per hybrid batch k: the best-return one plus k-1 uniform others."""
-    hp3o_samples: int = 1280
-    """Transitions drawn from the k trajectories for each epoch (split evenly among them)."""
-    hp3o_recompute_values: bool = False
-    """Recompute values of replayed states with the current critic (default: stored values)."""
-    hp3o_plus: bool = False
-    """HP3O+: raise a non-best state's baseline to the best trajectory's value at its nearest state."""
-    hp3o_threshold: float = 0.5
-    """HP3O+ distance threshold (Euclidean, in the policy's normalized observation space)."""
-
     def __post_init__(self) -> None:
         if _VALIDATE.get():
             self.validate()
@@ -168,39 +131,7 @@ class TrainConfig:
                               f"({self.batch_size} steps)")
         if not self.hidden_sizes or any(h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
-        self._validate_variants()
-
-    def _validate_variants(self) -> None:
-        if not (math.isfinite(self.outer_lr) and self.outer_lr > 0):
-            raise ConfigError(f"outer_lr (sigma) must be > 0, got {self.outer_lr!r}")
-        if not 0 <= self.outer_momentum < 1:
-            raise ConfigError(f"outer_momentum must lie in [0, 1), got {self.outer_momentum!r}")
-        if self.outer_nesterov and self.outer_momentum == 0:
-            raise ConfigError("outer_nesterov needs outer_momentum > 0")
-        if not (math.isfinite(self.outer_bias) and self.outer_bias >= 0):
-            raise ConfigError(f"outer_bias must be >= 0, got {self.outer_bias!r}")
-        if self.outer_bias > 0 and (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
-            raise ConfigError("outer_bias needs an outer momentum (outer_optimizer SGD with outer_momentum > 0)")
-        if self.outer_params not in ("all", "actor"):
-            raise ConfigError(f"outer_params must be 'all' or 'actor', got {self.outer_params!r}")
-        if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
-            raise ConfigError("outer_momentum / outer_nesterov apply to the SGD outer optimizer only")
-        import torch.optim
-
-        opt = getattr(torch.optim, self.outer_optimizer, None)
-        if not (isinstance(opt, type) and issubclass(opt, torch.optim.Optimizer)):
-            raise ConfigError(f"outer_optimizer {self.outer_optimizer!r} is not a torch.optim optimizer")
-        for name in ("hp3o_buffer_size", "hp3o_trajectories", "hp3o_samples"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-        if self.hp3o_trajectories > self.hp3o_buffer_size:
-            raise ConfigError(f"hp3o_trajectories={self.hp3o_trajectories} is larger than the buffer "
-                              f"hp3o_buffer_size={self.hp3o_buffer_size}")
-        if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold > 0):
-            raise ConfigError(f"hp3o_threshold must be > 0, got {self.hp3o_threshold!r}")
-        if self.hp3o_plus and not self.hp3o:
-            raise ConfigError("hp3o_plus needs hp3o")
+        self.validate_variants()
 
     @property
     def batch_size(self) -> int:
@@ -217,38 +148,8 @@ class TrainConfig:
         return self.update_batch_size // self.num_minibatches
 
     @property
-    def outer_enabled(self) -> bool:
-        defaults = TrainConfig.__dataclass_fields__
-        names = ("outer_lr", "outer_momentum", "outer_nesterov", "outer_bias", "outer_params", "outer_optimizer")
-        return self.outer or any(getattr(self, n) != defaults[n].default for n in names)
-
-    @property
-    def num_updates(self) -> int:
-        return self.total_steps // self.batch_size
-
-    @property
     def checkpoint_every_updates(self) -> int:
         return max(1, self.checkpoint_every // self.batch_size)
-
-    @property
-    def variant(self) -> str:
-        """Short name of the algorithm variant, used in run names and hparams, e.g.
-        ``ppo``, ``outer-lr1.5``, ``outer-lr1-m0.9-nesterov-bias0.5``, ``hp3o+``, ``outer-lr1.5+hp3o``."""
-        parts = []
-        if self.outer_enabled:
-            name = f"outer-lr{self.outer_lr:g}"
-            if self.outer_optimizer != "SGD":
-                name += f"-{self.outer_optimizer.lower()}"
-            if self.outer_momentum:
-                name += f"-m{self.outer_momentum:g}" + ("-nesterov" if self.outer_nesterov else "")
-            if self.outer_bias:
-                name += f"-bias{self.outer_bias:g}"
-            if self.outer_params == "actor":
-                name += "-actor"
-            parts.append(name)
-        if self.hp3o:
-            parts.append("hp3o+" if self.hp3o_plus else "hp3o")
-        return "+".join(parts) or "ppo"
 
     def replace(self, **overrides: object) -> "TrainConfig":
         """A copy with some fields changed (validated again)."""
@@ -271,8 +172,6 @@ class TrainConfig:
             data["hidden_sizes"] = tuple(data["hidden_sizes"])
         return cls(**data)
 
-
-Device = Literal["auto", "cpu", "cuda"]
 
 PRESETS: dict[str, dict[str, object]] = {
     # CleanRL ppo.py classic-control defaults.

@@ -1,0 +1,119 @@
+"""Language-model actor-critic for token-level environments (issue #4).
+
+The policy is a ``transformers`` causal LM read through the same :class:`CategoricalHead` as
+any discrete policy: its distribution parameters are the next-token logits divided by the
+sampling temperature, applied identically when acting and when recomputing log-probs. The
+value head reads the same trunk's last hidden state (shared trunk).
+
+Token layout for a batch of N sequences: prompts left-padded to a common width P, then the
+response columns. ``attention_mask`` marks real tokens and positions come from its cumulative
+sum, never from ``ids != pad_id``. The transition that emitted the token in column c has its
+state at column c - 1, where its logits and value are read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from rlkit.distributions import CategoricalHead
+
+
+def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
+    """``[B, S]`` position ids for left-padded sequences (0 at each first real token)."""
+    return (mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+@dataclass
+class GenerationState:
+    """KV cache and bookkeeping of a batched rollout (one cache row per sub-env)."""
+
+    cache: object
+    mask: torch.Tensor
+    """``[N, S]`` attention mask so far."""
+    next_position: torch.Tensor
+    """``[N]`` position id of the next token."""
+
+
+class LMActorCritic(nn.Module):
+    """Causal LM policy with a value head on the shared trunk."""
+
+    def __init__(self, lm: nn.Module, temperature: float = 1.0) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.lm, self.temperature = lm, temperature
+        hidden = lm.config.hidden_size
+        self.value_head = nn.Linear(hidden, 1, dtype=next(lm.parameters()).dtype)
+        nn.init.normal_(self.value_head.weight, std=1.0 / math.sqrt(hidden))
+        nn.init.zeros_(self.value_head.bias)
+        self.head = CategoricalHead(lm.config.vocab_size)
+
+    @property
+    def trunk(self) -> nn.Module:
+        return self.lm.base_model
+
+    def _outputs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.lm.get_output_embeddings()(hidden).float() / self.temperature
+        return logits, self.value_head(hidden).squeeze(-1).float()
+
+    def forward_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
+                       cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``[n, V]`` (tempered) and values ``[n]`` of the states that emitted the tokens
+        at ``(rows, cols)`` of ``ids [B, S]`` (read at column ``cols - 1``), in one forward pass."""
+        hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
+        return self._outputs(hidden[rows, cols - 1])
+
+    @torch.no_grad()
+    def start(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[GenerationState, torch.Tensor, torch.Tensor]:
+        """Prefill left-padded prompts ``[N, P]``; returns the state and the first step's logits and values."""
+        out = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask), use_cache=True)
+        state = GenerationState(out.past_key_values, mask.clone(), mask.long().sum(-1))
+        return (state, *self._outputs(out.last_hidden_state[:, -1]))
+
+    @torch.no_grad()
+    def advance(self, state: GenerationState, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append ``tokens [N]`` (one per sub-env) using the KV cache; next logits and values."""
+        state.mask = torch.cat([state.mask, torch.ones_like(state.mask[:, :1])], dim=1)
+        out = self.trunk(input_ids=tokens[:, None], attention_mask=state.mask,
+                         position_ids=state.next_position[:, None], past_key_values=state.cache, use_cache=True)
+        state.cache = out.past_key_values
+        state.next_position = state.next_position + 1
+        return self._outputs(out.last_hidden_state[:, -1])
+
+
+@torch.no_grad()
+def reference_log_probs(reference: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
+                        cols: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``[n]`` the frozen reference's log-probs of the tokens at ``(rows, cols)``, batched."""
+    hidden = reference.base_model(input_ids=ids, attention_mask=mask,
+                                  position_ids=positions_from_mask(mask)).last_hidden_state
+    logits = reference.get_output_embeddings()(hidden[rows, cols - 1]).float() / temperature
+    return torch.log_softmax(logits, -1).gather(-1, ids[rows, cols][:, None])[:, 0]
+
+
+def kl_penalty(log_probs: torch.Tensor, ref_log_probs: torch.Tensor, estimator: str) -> torch.Tensor:
+    """Per-token KL(pi || ref) estimate from samples of pi: ``k1 = log pi - log ref`` or
+    ``k3 = (r - 1) - log r`` with ``r = ref / pi`` (non-negative, lower variance)."""
+    log_ratio = ref_log_probs - log_probs
+    if estimator == "k1":
+        return -log_ratio
+    if estimator == "k3":
+        return log_ratio.exp() - 1 - log_ratio
+    raise ValueError(f"unknown KL estimator {estimator!r} (k1 or k3)")
+
+
+class AdaptiveKL:
+    """beta controller of Ziegler et al. (2019): ``beta *= 1 + clip(KL / target - 1, -0.2, 0.2) * n / horizon``."""
+
+    def __init__(self, beta: float, target: float | None, horizon: int) -> None:
+        self.beta, self.target, self.horizon = beta, target, horizon
+
+    def update(self, kl: float, n_steps: int) -> None:
+        if self.target is None:
+            return
+        error = min(max(kl / self.target - 1.0, -0.2), 0.2)
+        self.beta *= 1.0 + error * n_steps / self.horizon
