@@ -88,7 +88,8 @@ class TokenEnv(gym.Env):
     def __init__(self, prompts: Sequence[str] | Sequence[Sequence[int]], reward: RewardFn | RewardModelScorer,
                  vocab_size: int, eos_token_id: int, max_new_tokens: int = 32, max_length: int | None = None,
                  tokenizer: Any = None, missing_eos_penalty: float | None = None,
-                 reference: torch.nn.Module | None = None, temperature: float = 1.0, pad_token_id: int = 0) -> None:
+                 reference: torch.nn.Module | None = None, temperature: float = 1.0, pad_token_id: int = 0,
+                 model_context: int | None = None) -> None:
         if len(prompts) == 0:
             raise LLMEnvError("empty prompt dataset")
         if max_new_tokens <= 0 or temperature <= 0:
@@ -101,9 +102,8 @@ class TokenEnv(gym.Env):
         if any(len(p) == 0 for p in self.prompts):
             raise LLMEnvError(f"prompt {next(i for i, p in enumerate(self.prompts) if not p)} is empty")
         context = max_length or max(len(p) for p in self.prompts) + max_new_tokens
-        if reference is not None:
-            limit = getattr(reference.config, "max_position_embeddings", None)
-            context = min(context, limit) if limit else context
+        limits = [model_context, getattr(getattr(reference, "config", None), "max_position_embeddings", None)]
+        context = min([context] + [x for x in limits if x])  # the models' context bounds prompt + response
         for i, p in enumerate(self.prompts):
             if len(p) + max_new_tokens > context:
                 raise LLMEnvError(f"prompt {i} has {len(p)} tokens; with max_new_tokens={max_new_tokens} it exceeds "

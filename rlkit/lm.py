@@ -86,12 +86,14 @@ class LMActorCritic(nn.Module):
 
 
 @torch.no_grad()
-def reference_log_probs(reference: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
-                        cols: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``[n]`` the frozen reference's log-probs of the tokens at ``(rows, cols)``, batched."""
-    hidden = reference.base_model(input_ids=ids, attention_mask=mask,
+def token_log_probs(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
+                    cols: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``[n]`` a causal LM's log-probs of the tokens at ``(rows, cols)``, in one batched pass.
+    Used for the frozen reference and, identically, for the policy's side of the KL penalty,
+    so the KL is exactly 0 while the policy equals the reference."""
+    hidden = lm.base_model(input_ids=ids, attention_mask=mask,
                                   position_ids=positions_from_mask(mask)).last_hidden_state
-    logits = reference.get_output_embeddings()(hidden[rows, cols - 1]).float() / temperature
+    logits = lm.get_output_embeddings()(hidden[rows, cols - 1]).float() / temperature
     return torch.log_softmax(logits, -1).gather(-1, ids[rows, cols][:, None])[:, 0]
 
 

@@ -1,0 +1,127 @@
+"""RLHF through the one PPO core, with tiny random models and a locally built tokenizer."""
+
+import numpy as np
+import pytest
+import torch
+
+from rlkit.lm import AdaptiveKL, kl_penalty
+from rlkit.rlhf import RLHFTrainer, read_prompts, sequence_minibatches, train_rlhf
+from rlkit.rlhf_config import ConfigError, RLHFConfig
+from tests import tiny_lm
+
+PROMPTS = ["the movie was", "i liked it", "a plot"]
+GOOD = tiny_lm.WORDS.index("good")
+
+
+def good_rate(prompts, responses):
+    return [r.split().count("good") / 4 for r in responses]
+
+
+def cfg(logdir, **kw):
+    base = dict(num_envs=8, max_new_tokens=4, iterations=2, learning_rate=3e-3, logdir=logdir, num_minibatches=2,
+                save_model=False, torch_threads=1)
+    return RLHFConfig(**{**base, **kw})
+
+
+def trainer(logdir, policy=None, **kw):
+    return RLHFTrainer(cfg(logdir, **kw), reward=good_rate, policy=policy or tiny_lm.causal_lm(),
+                       tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+
+
+def test_kl_is_exactly_zero_at_the_first_update(logdir):
+    t = trainer(logdir, kl_coef=0.1)
+    stats = t.update()
+    assert stats["charts/kl"] == 0.0 and stats["charts/non_score_reward"] == 0.0
+    assert t.update()["charts/kl"] != 0.0  # the policy has moved
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_stored_log_probs_match_the_training_forward(logdir, temperature):
+    t = trainer(logdir, temperature=temperature, max_new_tokens=6)
+    ro = t.collect()
+    vn, vt = ro.valid.T.nonzero(as_tuple=True)
+    logits, values = t.model.forward_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt)
+    recomputed = t.model.head.log_prob(logits, ro.actions[vt, vn])
+    torch.testing.assert_close(recomputed.detach(), ro.log_probs[vt, vn], atol=1e-5, rtol=0)
+    torch.testing.assert_close(values.detach(), ro.values[vt, vn], atol=1e-5, rtol=0)
+
+
+def test_rollout_marks_response_ends_and_masks_the_rest(logdir):
+    t = trainer(logdir, max_new_tokens=5, missing_eos_penalty=-1.0)
+    ro = t.collect()
+    for n in range(8):
+        valid = ro.valid[:, n]
+        length = int(valid.sum())
+        assert valid[:length].all() and not valid[length:].any()  # one contiguous response
+        assert ro.dones[length - 1, n] and ro.dones[:, n].sum() == 1
+        ends_with_eos = int(ro.actions[length - 1, n]) == tiny_lm.tokenizer().eos_token_id
+        assert bool(ro.terminated[length - 1, n]) == ends_with_eos == bool(ro.eos[n])
+        expected = ro.scores[n] + (0.0 if ends_with_eos else -1.0)
+        assert float(ro.rewards[length - 1, n]) == pytest.approx(expected)
+
+
+def test_sequence_minibatches_hold_whole_sequences():
+    rows = torch.tensor([0, 0, 0, 1, 2, 2, 3, 3, 3, 3])
+    seen = []
+    for mb in sequence_minibatches(rows, 4, 2, torch.Generator().manual_seed(0)):
+        assert len(mb.sequences) == 2
+        expected = [i for i, r in enumerate(rows.tolist()) if r in mb.sequences.tolist()]
+        assert mb.transitions.tolist() == expected
+        assert mb.sequences[mb.local_rows].tolist() == rows[mb.transitions].tolist()
+        seen += mb.transitions.tolist()
+    assert sorted(seen) == list(range(10))
+
+
+def test_kl_estimators_and_adaptive_beta():
+    lp, ref = torch.tensor([-1.0, -2.0]), torch.tensor([-1.5, -1.0])
+    torch.testing.assert_close(kl_penalty(lp, ref, "k1"), torch.tensor([0.5, -1.0]))
+    r = torch.exp(ref - lp)
+    torch.testing.assert_close(kl_penalty(lp, ref, "k3"), r - 1 - (ref - lp))
+    assert (kl_penalty(lp, ref, "k3") >= 0).all()
+    ctl = AdaptiveKL(0.1, target=6.0, horizon=100)
+    ctl.update(12.0, 10)  # KL twice the target: error clipped to +0.2
+    assert ctl.beta == pytest.approx(0.1 * (1 + 0.2 * 10 / 100))
+    fixed = AdaptiveKL(0.1, target=None, horizon=100)
+    fixed.update(50.0, 10)
+    assert fixed.beta == 0.1
+
+
+def test_tiny_lm_learns_a_programmatic_reward(logdir):
+    # Budget: 30 iterations x 8 responses x 4 tokens (960 tokens). Reward: share of "good" tokens.
+    result = train_rlhf(cfg(logdir, iterations=30, kl_coef=0.0), reward=good_rate, policy=tiny_lm.causal_lm(),
+                        tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    scores = [h["charts/score"] for h in result.history]
+    assert np.mean(scores[:3]) < 0.3 and np.mean(scores[-3:]) >= 0.8, scores
+    assert {"charts/kl", "charts/kl_coef", "charts/eos_rate", "charts/response_length", "losses/approx_kl",
+            "losses/clipfrac", "losses/explained_variance"} <= set(result.history[-1])
+
+
+def test_outer_ppo_switch_runs_on_the_llm_env_and_sigma_one_is_plain(logdir):
+    plain = trainer(logdir, run_name="plain")
+    outer = trainer(logdir, run_name="outer", outer=True, outer_lr=1.0)
+    for t in (plain, outer):
+        t.train()
+    assert torch.equal(plain.flat.data, outer.flat.data)
+    nesterov = trainer(logdir, run_name="nesterov", outer_lr=1.5, outer_momentum=0.5, outer_nesterov=True)
+    stats = nesterov.update()
+    assert "outer/grad_norm" in stats and not torch.equal(nesterov.flat.data, plain.flat.data)
+
+
+def test_bad_input_is_one_line(logdir, tmp_path):
+    from envs import LLMEnvError
+
+    with pytest.raises(LLMEnvError, match="empty prompt dataset"):
+        RLHFTrainer(cfg(logdir), reward=good_rate, policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(),
+                    prompts=[])
+    empty = tmp_path / "p.txt"
+    empty.write_text("\n")
+    with pytest.raises(ConfigError, match="is empty"):
+        read_prompts(str(empty))
+    with pytest.raises(LLMEnvError, match="exceeds the context"):
+        RLHFTrainer(cfg(logdir, max_new_tokens=60), reward=good_rate, policy=tiny_lm.causal_lm(),
+                    tokenizer=tiny_lm.tokenizer(), prompts=["the movie was good good good good good good"])
+    with pytest.raises(ConfigError, match="does not divide"):
+        cfg(logdir, num_minibatches=3)
+    with pytest.raises(Exception, match="cannot load model") as e:
+        RLHFTrainer(cfg(logdir, policy=str(tmp_path / "missing")), reward=good_rate)
+    assert "\n" not in str(e.value)
