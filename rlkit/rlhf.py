@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -23,40 +23,17 @@ from safetensors.torch import save_file
 
 from rlkit.agent import torch_device
 from rlkit.buffer import Batch
-from rlkit.gae import compute_gae
+from rlkit.hp3o import TrajectoryBuffer
 from rlkit.lm import AdaptiveKL, LMActorCritic, kl_penalty, token_log_probs
 from rlkit.logger import Logger
 from rlkit.optim import FlatParameters, make_adam
 from rlkit.outer import OuterStep
 from rlkit.rlhf_config import ConfigError, RLHFConfig
+from rlkit.token_grid import (SequenceMinibatch, TokenGrid, grid_from_records, left_pad, records_from_grid,
+                              sequence_minibatches)
 from rlkit.update import explained_variance, ppo_epochs
 
 ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]
-
-
-@dataclass
-class SequenceRollout:
-    """One response per sub-env. Transition ``(t, n)`` emitted the token at column ``prompt_width + t``."""
-
-    ids: torch.Tensor
-    """``[N, P + T]`` left-padded prompts, then response tokens."""
-    mask: torch.Tensor
-    """``[N, P + T]`` attention mask (prompt padding 0)."""
-    prompt_width: int
-    actions: torch.Tensor
-    """``[T, N]`` token ids."""
-    log_probs: torch.Tensor
-    values: torch.Tensor
-    rewards: torch.Tensor
-    """``[T, N]`` env rewards: the score (and missing-EOS penalty) on each response's last token."""
-    final_values: torch.Tensor
-    """``[T, N]`` V after the last token, where a response was truncated (bootstrap)."""
-    terminated: torch.Tensor
-    dones: torch.Tensor
-    valid: torch.Tensor
-    """``[T, N]`` the step belongs to a response (False after its end)."""
-    scores: np.ndarray
-    eos: np.ndarray
 
 
 @dataclass
@@ -85,28 +62,6 @@ def read_prompts(path: str) -> list[str]:
     return prompts
 
 
-class SequenceMinibatch(NamedTuple):
-    sequences: torch.Tensor
-    """``[m]`` rows of the token grid in this minibatch."""
-    transitions: torch.Tensor
-    """``[n]`` indices of all their valid transitions in the flat batch."""
-    local_rows: torch.Tensor
-    """``[n]`` each transition's row within ``sequences``."""
-
-
-def sequence_minibatches(rows: torch.Tensor, num_sequences: int, num_minibatches: int,
-                         generator: torch.Generator) -> Iterator[SequenceMinibatch]:
-    """One epoch of minibatches made of whole sequences (like recurrent PPO): shuffle the
-    sequences, split them into ``num_minibatches`` groups, take every transition of each group.
-    ``rows [B]`` is the sequence of each flat transition."""
-    perm = torch.randperm(num_sequences, generator=generator, device=generator.device).to(rows.device)
-    for group in perm.chunk(num_minibatches):
-        local = torch.full((num_sequences,), -1, dtype=torch.long, device=rows.device)
-        local[group] = torch.arange(len(group), device=rows.device)
-        transitions = (local[rows] >= 0).nonzero(as_tuple=True)[0]
-        yield SequenceMinibatch(group, transitions, local[rows[transitions]])
-
-
 class RLHFTrainer:
     """Composes an :class:`LMActorCritic`, token envs, a frozen reference and the shared PPO update."""
 
@@ -114,8 +69,8 @@ class RLHFTrainer:
                  tokenizer: Any = None, prompts: list[str] | None = None, extra_metrics: ExtraMetrics | None = None):
         from envs.token_env import RewardModelScorer, TokenEnv, load_model
 
-        if cfg.hp3o:
-            raise ConfigError("hp3o is not supported by the LLM trainer yet (Outer-PPO is)")
+        if cfg.hp3o_plus:
+            raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
         torch.set_num_threads(cfg.torch_threads)
@@ -151,6 +106,9 @@ class RLHFTrainer:
         for i, env in enumerate(self.envs):
             env.reset(seed=cfg.seed * 100_003 + i)  # seeds each sub-env's prompt stream once
         self.kl = AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)
+        # HP3O on the LLM env: the FIFO holds whole responses; minibatches stay whole sequences.
+        self.hp3o = TrajectoryBuffer(cfg.hp3o_buffer_size) if cfg.hp3o else None
+        self.rng = np.random.default_rng(cfg.seed)
         self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
         name = cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
         self.run_dir = Path(cfg.logdir) / name
@@ -159,110 +117,116 @@ class RLHFTrainer:
 
     # ----------------------------------------------------------------------------- rollout
     @torch.no_grad()
-    def collect(self) -> SequenceRollout:
-        cfg, device, n, steps = self.cfg, self.device, self.cfg.num_envs, self.cfg.max_new_tokens
+    def collect(self) -> tuple[TokenGrid, np.ndarray, np.ndarray]:
+        """One response per sub-env (batched KV-cache sampling); returns the grid with the env's
+        rewards, and each response's score and EOS flag."""
+        device, n, steps = self.device, self.cfg.num_envs, self.cfg.max_new_tokens
         prompts = []
         for env in self.envs:
             obs, _ = env.reset()
-            prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())])
-        width = max(len(p) for p in prompts)
-        ids = torch.zeros(n, width + steps, dtype=torch.long, device=device)
-        mask = torch.zeros(n, width + steps, dtype=torch.long, device=device)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p): width] = torch.as_tensor(p, device=device)
-            mask[i, width - len(p):] = 1
-        grid = {k: torch.zeros(steps, n, device=device) for k in ("log_probs", "values", "rewards", "final_values")}
+            prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())].tolist())
+        ids, mask, width = left_pad(prompts, steps, device)
+        f = {k: torch.zeros(steps, n, device=device) for k in ("log_probs", "values", "rewards", "final_values")}
         actions = torch.zeros(steps, n, dtype=torch.long, device=device)
-        flags = {k: torch.zeros(steps, n, dtype=torch.bool, device=device) for k in ("terminated", "dones", "valid")}
+        b = {k: torch.zeros(steps, n, dtype=torch.bool, device=device) for k in ("terminated", "dones", "valid")}
         active = np.ones(n, bool)
         scores, eos = np.zeros(n), np.zeros(n, bool)
         state, logits, values = self.model.start(ids[:, :width], mask[:, :width])
         for t in range(steps):
             tokens = self.model.head.sample(logits, self.generator)
             ids[:, width + t] = tokens
-            actions[t], grid["values"][t] = tokens, values
-            grid["log_probs"][t] = self.model.head.log_prob(logits, tokens)
-            flags["valid"][t] = torch.as_tensor(active, device=device)
+            actions[t], f["values"][t] = tokens, values
+            f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
+            b["valid"][t] = torch.as_tensor(active, device=device)
             truncated_now = []
             for i in np.flatnonzero(active):
                 _, reward, terminated, truncated, info = self.envs[i].step(int(tokens[i]))
                 if terminated or truncated:
-                    grid["rewards"][t, i] = reward
-                    flags["terminated"][t, i], flags["dones"][t, i] = terminated, True
+                    f["rewards"][t, i] = reward
+                    b["terminated"][t, i], b["dones"][t, i] = terminated, True
                     scores[i], eos[i], active[i] = info["score"], terminated, False
                     if truncated:
                         truncated_now.append(i)
             if active.any() or truncated_now:
                 logits, values = self.model.advance(state, tokens)
-                grid["final_values"][t, truncated_now] = values[truncated_now]
+                f["final_values"][t, truncated_now] = values[truncated_now]
             if not active.any():
                 break
-        return SequenceRollout(ids, mask, width, actions, grid["log_probs"], grid["values"], grid["rewards"],
-                               grid["final_values"], flags["terminated"], flags["dones"], flags["valid"], scores, eos)
+        grid = TokenGrid(ids, mask, width, actions, f["log_probs"], f["values"], f["rewards"], f["final_values"],
+                         b["terminated"], b["dones"], b["valid"])
+        return grid, scores, eos
 
     # ------------------------------------------------------------------------------ update
     def update(self) -> dict[str, float]:
+        """Rollout, KL-shaped rewards, batch source (the rollout, or HP3O's hybrid grid), shared PPO epochs."""
         cfg = self.cfg
         start = time.perf_counter()
-        ro = self.collect()
+        grid, scores, eos = self.collect()
         rollout_seconds = time.perf_counter() - start
-        vn, vt = ro.valid.T.nonzero(as_tuple=True)  # valid transitions, sequence by sequence
-        rows, cols = vn, ro.prompt_width + vt
-        # Both sides of the KL by the same batched pass (TRL does the same): exactly 0 at the start.
-        # These log-probs are also the behaviour log-probs of the ratio; they equal the ones sampled
-        # with the KV cache to ~1e-7 (tested).
-        log_probs = token_log_probs(self.model.lm, ro.ids, ro.mask, rows, cols, cfg.temperature)
-        ref = token_log_probs(self.reference, ro.ids, ro.mask, rows, cols, cfg.temperature)
+        rows, cols = grid.transitions()
+        vt = cols - grid.prompt_width
+        # Both sides of the KL by the same batched pass (as TRL does): exactly 0 at the start. These
+        # log-probs are also the behaviour log-probs of the ratio; they equal the ones sampled with
+        # the KV cache to ~1e-7 (tested).
+        log_probs = token_log_probs(self.model.lm, grid.ids, grid.mask, rows, cols, cfg.temperature)
+        ref = token_log_probs(self.reference, grid.ids, grid.mask, rows, cols, cfg.temperature)
         kl_tokens = kl_penalty(log_probs, ref, cfg.kl_estimator)
-        rewards = ro.rewards.clone()
-        rewards[vt, vn] -= self.kl.beta * kl_tokens
-        invalid = ~ro.valid
-        values = ro.values.masked_fill(invalid, 0.0)
-        next_values = torch.cat([values[1:], torch.zeros_like(values[:1])])
-        next_values = torch.where(ro.dones, ro.final_values, next_values)
-        gae = compute_gae(rewards.cpu(), values.cpu(), next_values.cpu(), (ro.terminated | invalid).cpu(),
-                          (ro.dones | invalid).cpu(), cfg.gamma, cfg.gae_lambda)
-        adv, ret = gae.advantages.to(self.device), gae.returns.to(self.device)
-        batch = Batch(torch.stack([rows, cols], 1), ro.actions[vt, vn], log_probs, adv[vt, vn], ret[vt, vn],
-                      values[vt, vn])
+        env_rewards = grid.rewards
+        shaped = env_rewards.clone()
+        shaped[vt, rows] -= self.kl.beta * kl_tokens
+        behaviour = torch.zeros_like(grid.log_probs)
+        behaviour[vt, rows] = log_probs
+        grid = replace(grid, log_probs=behaviour, rewards=shaped)
+        stats: dict[str, float] = {}
+        if self.hp3o is not None:  # HP3O: train on the best stored response plus k - 1 random ones
+            self.hp3o.add(records_from_grid(grid, env_rewards, self.iteration))
+            picked = [self.hp3o.items[i] for i in self.hp3o.sample(cfg.hp3o_trajectories, self.rng)]
+            stats.update({"hp3o/buffer_fill": float(len(self.hp3o)), "hp3o/best_return": picked[0].episode_return,
+                          "hp3o/sampled_age": float(np.mean([self.iteration - r.finished_update for r in picked]))})
+            train_grid = grid_from_records(picked, self.device)
+        else:
+            train_grid = grid
+        batch = train_grid.batch(cfg.gamma, cfg.gae_lambda)
+        t_rows, t_cols = batch.obs[:, 0], batch.obs[:, 1]
 
         def epoch_minibatches() -> Iterator[SequenceMinibatch]:
-            return sequence_minibatches(rows, cfg.num_envs, cfg.num_minibatches, self.generator)
+            return sequence_minibatches(t_rows, train_grid.num_sequences, cfg.num_minibatches, self.generator)
 
         def forward(mb: SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
-            logits, values = self.model.forward_tokens(ro.ids[mb.sequences], ro.mask[mb.sequences], mb.local_rows,
-                                                       cols[mb.transitions])
+            logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
+                                                       mb.local_rows, t_cols[mb.transitions])
             return logits, values, Batch(*(x[mb.transitions] for x in batch))
 
         if self.outer:
             self.outer.begin()
-        stats = ppo_epochs(epoch_minibatches, forward, self.model.head, self.flat, self.optimizer, cfg,
-                           self.iteration + 1)
+        stats.update(ppo_epochs(epoch_minibatches, forward, self.model.head, self.flat, self.optimizer, cfg,
+                                self.iteration + 1))
         if self.outer:
             stats.update(self.outer.end())
-        seq_kl = torch.zeros(cfg.num_envs, device=self.device).index_add_(0, vn, kl_tokens)
+        seq_kl = torch.zeros(cfg.num_envs, device=self.device).index_add_(0, rows, kl_tokens)
         self.kl.update(float(seq_kl.mean()), cfg.num_envs)
-        lengths = ro.valid.sum(0).float()
+        lengths = grid.valid.sum(0).float()
         seconds = time.perf_counter() - start
         stats.update({
-            "charts/score": float(ro.scores.mean()), "charts/kl": float(seq_kl.mean()), "charts/kl_coef": self.kl.beta,
+            "charts/score": float(scores.mean()), "charts/kl": float(seq_kl.mean()), "charts/kl_coef": self.kl.beta,
             "charts/non_score_reward": float(-self.kl.beta * seq_kl.mean()),
-            "charts/response_length": float(lengths.mean()), "charts/eos_rate": float(ro.eos.mean()),
+            "charts/response_length": float(lengths.mean()), "charts/eos_rate": float(eos.mean()),
             "charts/tokens_per_second": float(lengths.sum()) / seconds,
             "charts/rollout_tokens_per_second": float(lengths.sum()) / rollout_seconds,
             "losses/explained_variance": explained_variance(batch.returns, batch.values),
         })
+        self.last_grid = grid
         if self.extra_metrics is not None:
-            prompts, responses = self.decode(ro)
+            prompts, responses = self.decode(grid)
             stats.update({f"charts/{k}": v for k, v in self.extra_metrics(prompts, responses).items()})
-        self.last_rollout = ro
         return stats
 
-    def decode(self, ro: SequenceRollout) -> tuple[list[str], list[str]]:
+    def decode(self, grid: TokenGrid) -> tuple[list[str], list[str]]:
+        """Prompt and response texts of each sequence in ``grid``."""
         prompts, responses = [], []
-        for i in range(ro.ids.shape[0]):
-            prompt = ro.ids[i, :ro.prompt_width][ro.mask[i, :ro.prompt_width].bool()]
-            response = ro.actions[:, i][ro.valid[:, i]]
+        for i in range(grid.num_sequences):
+            prompt = grid.ids[i, :grid.prompt_width][grid.mask[i, :grid.prompt_width].bool()]
+            response = grid.actions[:, i][grid.valid[:, i]]
             prompts.append(self.tokenizer.decode(prompt.tolist()))
             responses.append(self.tokenizer.decode(response.tolist(), skip_special_tokens=True))
         return prompts, responses

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from rlkit.lm import AdaptiveKL, kl_penalty
-from rlkit.rlhf import RLHFTrainer, read_prompts, sequence_minibatches, train_rlhf
+from rlkit.rlhf import RLHFTrainer, read_prompts, train_rlhf
+from rlkit.token_grid import grid_from_records, records_from_grid, sequence_minibatches
 from rlkit.rlhf_config import ConfigError, RLHFConfig
 from tests import tiny_lm
 
@@ -38,7 +39,7 @@ def test_kl_is_exactly_zero_at_the_first_update(logdir):
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_stored_log_probs_match_the_training_forward(logdir, temperature):
     t = trainer(logdir, temperature=temperature, max_new_tokens=6)
-    ro = t.collect()
+    ro, _, _ = t.collect()
     vn, vt = ro.valid.T.nonzero(as_tuple=True)
     logits, values = t.model.forward_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt)
     recomputed = t.model.head.log_prob(logits, ro.actions[vt, vn])
@@ -48,15 +49,15 @@ def test_stored_log_probs_match_the_training_forward(logdir, temperature):
 
 def test_rollout_marks_response_ends_and_masks_the_rest(logdir):
     t = trainer(logdir, max_new_tokens=5, missing_eos_penalty=-1.0)
-    ro = t.collect()
+    ro, scores, eos = t.collect()
     for n in range(8):
         valid = ro.valid[:, n]
         length = int(valid.sum())
         assert valid[:length].all() and not valid[length:].any()  # one contiguous response
         assert ro.dones[length - 1, n] and ro.dones[:, n].sum() == 1
         ends_with_eos = int(ro.actions[length - 1, n]) == tiny_lm.tokenizer().eos_token_id
-        assert bool(ro.terminated[length - 1, n]) == ends_with_eos == bool(ro.eos[n])
-        expected = ro.scores[n] + (0.0 if ends_with_eos else -1.0)
+        assert bool(ro.terminated[length - 1, n]) == ends_with_eos == bool(eos[n])
+        expected = scores[n] + (0.0 if ends_with_eos else -1.0)
         assert float(ro.rewards[length - 1, n]) == pytest.approx(expected)
 
 
@@ -125,3 +126,23 @@ def test_bad_input_is_one_line(logdir, tmp_path):
     with pytest.raises(Exception, match="cannot load model") as e:
         RLHFTrainer(cfg(logdir, policy=str(tmp_path / "missing")), reward=good_rate)
     assert "\n" not in str(e.value)
+
+
+def test_hp3o_switch_runs_on_the_llm_env_with_whole_sequences(logdir):
+    t = trainer(logdir, hp3o=True, hp3o_buffer_size=12, hp3o_trajectories=4, iterations=3)
+    result = t.train()
+    last = result.history[-1]
+    assert last["hp3o/buffer_fill"] == 12 and "hp3o/best_return" in last
+    assert t.cfg.variant == "hp3o"
+
+
+def test_records_round_trip_through_a_grid(logdir):
+    t = trainer(logdir)
+    grid, _, _ = t.collect()
+    records = records_from_grid(grid, grid.rewards, update=0)
+    rebuilt = grid_from_records(records, grid.ids.device)
+    a, b = grid.batch(1.0, 0.95), rebuilt.batch(1.0, 0.95)
+    for x, y in zip(a[1:], b[1:]):  # same transitions in the same order (obs are grid positions)
+        torch.testing.assert_close(x, y)
+    # The rebuilt grid's tokens sit where its batch says.
+    torch.testing.assert_close(rebuilt.ids[b.obs[:, 0], b.obs[:, 1]], b.actions)
