@@ -59,18 +59,10 @@ class RewardModelScorer:
     @torch.no_grad()
     def score_ids(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
         """``[B]`` scores of whole token sequences (prompt + response)."""
-        device = next(self.model.parameters()).device
-        out = []
-        for start in range(0, len(sequences), self.batch_size):
-            chunk = sequences[start:start + self.batch_size]
-            lengths = torch.tensor([len(s) for s in chunk], device=device)
-            ids = torch.zeros(len(chunk), int(lengths.max()), dtype=torch.long, device=device)
-            for i, s in enumerate(chunk):
-                ids[i, :len(s)] = torch.as_tensor(list(s), device=device)
-            mask = (torch.arange(ids.shape[1], device=device)[None] < lengths[:, None]).long()
-            hidden = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states[-1]
-            last = hidden[torch.arange(len(chunk), device=device), lengths - 1]
-            out.append(self.head(last)[:, 0].float().cpu())
+        from rlkit.reward_model import last_token_scores
+
+        out = [last_token_scores(self.model, [list(s) for s in sequences[i:i + self.batch_size]]).cpu()
+               for i in range(0, len(sequences), self.batch_size)]
         return torch.cat(out).numpy()
 
     def __call__(self, prompts: list[str], responses: list[str]) -> list[float]:

@@ -13,10 +13,21 @@ from rlkit.config import PRESETS, ConfigError, TrainConfig, deferred_validation,
 from rlkit.distributions import UnsupportedSpaceError
 from rlkit.envs import EnvError, NonFiniteError
 
-USER_ERRORS = (ConfigError, EnvError, UnsupportedSpaceError, CheckpointError, NonFiniteError)
+
+def _llm_errors() -> tuple[type[Exception], ...]:
+    try:
+        from envs.token_env import LLMEnvError
+    except ImportError:  # transformers missing: the LLM commands fail on import with their own message
+        return ()
+    return (LLMEnvError,)
+
+
+USER_ERRORS = (ConfigError, EnvError, UnsupportedSpaceError, CheckpointError, NonFiniteError, *_llm_errors())
 
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
-       rlkit eval RUN_DIR [--episodes N] [--seed S]"""
+       rlkit eval RUN_DIR [--episodes N] [--seed S]
+       rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
+       rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]"""
 
 
 def _train(argv: list[str]) -> int:
@@ -62,9 +73,33 @@ def _eval(argv: list[str]) -> int:
     return 0
 
 
+def _rlhf(argv: list[str]) -> int:
+    from rlkit.rlhf import train_rlhf
+    from rlkit.rlhf_config import RLHFConfig
+
+    with deferred_validation():
+        cfg = tyro.cli(RLHFConfig, args=argv, prog="rlkit rlhf",
+                       description="RLHF with the PPO core on the token-level LLM environment.")
+    cfg = cfg.replace()  # validates
+    result = train_rlhf(cfg)
+    print(json.dumps(result.to_json()))
+    return 0
+
+
+def _rm(argv: list[str]) -> int:
+    if not argv or argv[0] != "train":
+        raise ConfigError("usage: rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR")
+    from rlkit.reward_model import RMConfig, train_reward_model
+
+    cfg = tyro.cli(RMConfig, args=argv[1:], prog="rlkit rm train",
+                   description="Train a Bradley-Terry reward model on preference pairs.")
+    print(json.dumps(train_reward_model(cfg).to_json()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"train": _train, "eval": _eval}
+    commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm}
     if not argv or argv[0] not in commands:
         print(USAGE + f"\npresets: {', '.join(PRESETS)}", file=sys.stderr)
         return 2

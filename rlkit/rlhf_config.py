@@ -80,6 +80,13 @@ class RLHFConfig(VariantOptions):
     """Write the trained policy and value head (safetensors) at the end."""
 
     def __post_init__(self) -> None:
+        from rlkit.config import _VALIDATE
+
+        if _VALIDATE.get():
+            self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (one line) on a malformed value."""
         for name in ("num_envs", "max_new_tokens", "iterations", "update_epochs", "num_minibatches", "kl_horizon",
                      "torch_threads"):
             value = getattr(self, name)
@@ -105,6 +112,7 @@ class RLHFConfig(VariantOptions):
         self.validate_variants()
 
     def replace(self, **overrides: object) -> "RLHFConfig":
+        """A validated copy with some fields changed."""
         return dataclasses.replace(self, **overrides)
 
     def to_dict(self) -> dict[str, object]:

@@ -1,0 +1,171 @@
+"""Bradley-Terry reward-model training on preference pairs (issue #4).
+
+Data: JSONL lines ``{"prompt": ..., "chosen": ..., "rejected": ...}``. The model is any
+``AutoModelForSequenceClassification`` with one label; its score is read at the last valid
+token (from lengths, so pad == EOS tokenizers are fine). Loss: ``-log sigmoid(r_chosen - r_rejected)``.
+Reports pairwise accuracy on a held-out split before and after training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.nn.functional as F
+
+from rlkit.agent import torch_device
+from rlkit.variants import ConfigError
+
+
+@dataclass(frozen=True)
+class RMConfig:
+    """Train a reward model on preference pairs (Bradley-Terry)."""
+
+    backbone: str = ""
+    """Sequence-classification backbone: hub name in the local cache or a local path (one label is used)."""
+    data: str = ""
+    """JSONL preference file with prompt, chosen and rejected fields."""
+    output: str = "runs/reward_model"
+    """Directory for the trained model (safetensors) and tokenizer."""
+    epochs: int = 2
+    """Passes over the training pairs."""
+    batch_size: int = 8
+    """Pairs per step."""
+    learning_rate: float = 2e-5
+    """AdamW learning rate."""
+    eval_fraction: float = 0.2
+    """Share of pairs held out for pairwise accuracy."""
+    max_length: int = 256
+    """Truncate prompt + response to this many tokens."""
+    seed: int = 1
+    """Seed for the split, the order and the head's initialization."""
+    device: str = "auto"
+    """Torch device: auto, cpu or cuda[:i]."""
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    """Model dtype."""
+    torch_threads: int = 2
+    """Torch intra-op threads."""
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "max_length", "torch_threads"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        if not 0 < self.eval_fraction < 1:
+            raise ConfigError(f"eval_fraction must lie in (0, 1), got {self.eval_fraction}")
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
+
+
+@dataclass
+class RMResult:
+    train_pairs: int
+    eval_pairs: int
+    eval_accuracy_before: float
+    eval_accuracy: float
+    steps: int
+    output: str
+
+    def to_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
+
+
+def read_pairs(path: str) -> list[dict[str, str]]:
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"preference file {path!r} not found")
+    pairs = []
+    for i, line in enumerate(file.read_text().splitlines()):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            pairs.append({k: str(row[k]) for k in ("prompt", "chosen", "rejected")})
+        except (ValueError, KeyError) as exc:
+            raise ConfigError(f"{path}:{i + 1}: expected JSON with prompt, chosen, rejected ({exc})") from None
+    if len(pairs) < 2:
+        raise ConfigError(f"preference file {path!r} needs at least 2 pairs, has {len(pairs)}")
+    return pairs
+
+
+def last_token_scores(model: torch.nn.Module, sequences: list[list[int]]) -> torch.Tensor:
+    """``[B]`` scores of the model's ``score`` head at each sequence's last token (right padding,
+    mask and index from lengths). Differentiable."""
+    device = next(model.parameters()).device
+    lengths = torch.tensor([len(s) for s in sequences], device=device)
+    ids = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long, device=device)
+    for i, s in enumerate(sequences):
+        ids[i, :len(s)] = torch.as_tensor(s, device=device)
+    mask = (torch.arange(ids.shape[1], device=device)[None] < lengths[:, None]).long()
+    hidden = model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+    return model.score(hidden[torch.arange(len(sequences), device=device), lengths - 1])[:, 0].float()
+
+
+def _encode(tokenizer: Any, pairs: list[dict[str, str]], max_length: int) -> list[tuple[list[int], list[int]]]:
+    def ids(prompt: str, response: str) -> list[int]:
+        return tokenizer(prompt + response, add_special_tokens=False).input_ids[:max_length] or [0]
+    return [(ids(p["prompt"], p["chosen"]), ids(p["prompt"], p["rejected"])) for p in pairs]
+
+
+@torch.no_grad()
+def pairwise_accuracy(model: torch.nn.Module, encoded: list[tuple[list[int], list[int]]], batch_size: int = 16) -> float:
+    wins = 0
+    for start in range(0, len(encoded), batch_size):
+        chunk = encoded[start:start + batch_size]
+        scores = last_token_scores(model, [c for c, _ in chunk] + [r for _, r in chunk])
+        wins += int((scores[:len(chunk)] > scores[len(chunk):]).sum())
+    return wins / len(encoded)
+
+
+def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, tokenizer: Any = None,
+                       pairs: list[dict[str, str]] | None = None) -> RMResult:
+    """Train, evaluate held-out pairwise accuracy, save to ``cfg.output``."""
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.torch_threads)
+    device = torch_device(cfg.device)
+    pairs = pairs if pairs is not None else read_pairs(cfg.data)
+    if model is None or tokenizer is None:
+        from transformers import AutoTokenizer
+
+        from envs.token_env import load_model
+
+        model = load_model(cfg.backbone, "seq-cls", getattr(torch, cfg.dtype), str(device))
+        tokenizer = AutoTokenizer.from_pretrained(cfg.backbone)
+    if getattr(model, "score", None) is None:
+        raise ConfigError(f"{type(model).__name__} has no 'score' head; use a decoder-style sequence classifier")
+    order = list(range(len(pairs)))
+    random.Random(cfg.seed).shuffle(order)
+    n_eval = max(1, int(round(len(pairs) * cfg.eval_fraction)))
+    encoded = _encode(tokenizer, [pairs[i] for i in order], cfg.max_length)
+    eval_set, train_set = encoded[:n_eval], encoded[n_eval:]
+    if not train_set:
+        raise ConfigError("no training pairs left after the held-out split")
+    model = model.to(device).train().requires_grad_(True)
+    before = pairwise_accuracy(model.eval(), eval_set)
+    model.train()
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
+    rng, steps = random.Random(cfg.seed + 1), 0
+    for _ in range(cfg.epochs):
+        rng.shuffle(train_set)
+        for start in range(0, len(train_set), cfg.batch_size):
+            chunk = train_set[start:start + cfg.batch_size]
+            scores = last_token_scores(model, [c for c, _ in chunk] + [r for _, r in chunk])
+            loss = -F.logsigmoid(scores[:len(chunk)] - scores[len(chunk):]).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            steps += 1
+    model.eval().requires_grad_(False)
+    result = RMResult(len(train_set), len(eval_set), before, pairwise_accuracy(model, eval_set), steps, cfg.output)
+    out = Path(cfg.output)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)  # safetensors
+    tokenizer.save_pretrained(out)
+    (out / "rm_result.json").write_text(json.dumps(result.to_json(), indent=1))
+    return result

@@ -1,0 +1,49 @@
+"""Bradley-Terry reward-model trainer on a separable synthetic preference set."""
+
+import json
+
+import pytest
+
+from rlkit.reward_model import RMConfig, read_pairs, train_reward_model
+from rlkit.variants import ConfigError
+from tests import tiny_lm
+
+
+def synthetic_pairs(n=60, seed=0):
+    import random
+
+    rng = random.Random(seed)
+    prompts = ["the movie was", "i liked it", "a plot", "the plot was"]
+    pairs = []
+    for _ in range(n):
+        filler = " ".join(rng.choice(["the", "movie", "was", "it", "a", "plot"]) for _ in range(rng.randint(0, 3)))
+        pairs.append({"prompt": rng.choice(prompts), "chosen": f" {filler} great fun".strip(),
+                      "rejected": f" {filler} awful boring".strip()})
+    return pairs
+
+
+def test_rm_trainer_reaches_high_accuracy_on_separable_pairs(tmp_path):
+    data = tmp_path / "prefs.jsonl"
+    data.write_text("\n".join(json.dumps(p) for p in synthetic_pairs()))
+    cfg = RMConfig(data=str(data), output=str(tmp_path / "rm"), epochs=8, batch_size=8, learning_rate=3e-3,
+                   torch_threads=1)
+    result = train_reward_model(cfg, model=tiny_lm.reward_model(), tokenizer=tiny_lm.tokenizer())
+    assert result.eval_pairs == 12 and result.train_pairs == 48
+    assert result.eval_accuracy >= 0.9, result
+    assert (tmp_path / "rm" / "model.safetensors").is_file()
+    from envs import RewardModelScorer, load_model
+    reloaded = RewardModelScorer(load_model(str(tmp_path / "rm"), "seq-cls"), tiny_lm.tokenizer())
+    good, bad = reloaded(["the movie was"] * 2, [" great fun", " awful boring"])
+    assert good > bad
+
+
+def test_malformed_preference_file_is_one_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "a", "chosen": "b"}\n')
+    with pytest.raises(ConfigError, match="bad.jsonl:1") as e:
+        read_pairs(str(bad))
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="not found"):
+        read_pairs(str(tmp_path / "missing.jsonl"))
+    with pytest.raises(ConfigError, match="eval_fraction"):
+        RMConfig(eval_fraction=1.0)
