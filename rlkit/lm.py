@@ -3,7 +3,8 @@
 The policy is a ``transformers`` causal LM read through the same :class:`CategoricalHead` as
 any discrete policy: its distribution parameters are the next-token logits divided by the
 sampling temperature, applied identically when acting and when recomputing log-probs. The
-value head reads the same trunk's last hidden state (shared trunk).
+value head reads the same trunk's last hidden state (shared trunk) or a separate critic trunk.
+Values are computed after the rollout in one batched pass, not while sampling.
 
 Token layout for a batch of N sequences: prompts left-padded to a common width P, then the
 response columns. ``attention_mask`` marks real tokens and positions come from its cumulative
@@ -13,6 +14,7 @@ state at column c - 1, where its logits and value are read.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -39,13 +41,15 @@ class GenerationState:
 
 
 class LMActorCritic(nn.Module):
-    """Causal LM policy with a value head on the shared trunk."""
+    """Causal LM policy with a value head: on the policy's own trunk (shared, the default) or on
+    a separate critic trunk initialized as a copy of it (``separate_critic=True``)."""
 
-    def __init__(self, lm: nn.Module, temperature: float = 1.0) -> None:
+    def __init__(self, lm: nn.Module, temperature: float = 1.0, separate_critic: bool = False) -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.lm, self.temperature = lm, temperature
+        self.critic = copy.deepcopy(lm.base_model) if separate_critic else None
         hidden = lm.config.hidden_size
         self.value_head = nn.Linear(hidden, 1, dtype=next(lm.parameters()).dtype)
         nn.init.normal_(self.value_head.weight, std=1.0 / math.sqrt(hidden))
@@ -56,33 +60,58 @@ class LMActorCritic(nn.Module):
     def trunk(self) -> nn.Module:
         return self.lm.base_model
 
-    def _outputs(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = self.lm.get_output_embeddings()(hidden).float() / self.temperature
-        return logits, self.value_head(hidden).squeeze(-1).float()
+    def actor_parameters(self) -> list[nn.Parameter]:
+        return list(self.lm.parameters())
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        trunk = list(self.critic.parameters()) if self.critic is not None else []
+        return trunk + list(self.value_head.parameters())
+
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm.get_output_embeddings()(hidden).float() / self.temperature
+
+    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actor and critic last hidden states ``[B, S, H]`` (the same tensor with a shared trunk)."""
+        kwargs = dict(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask))
+        actor = self.trunk(**kwargs).last_hidden_state
+        critic = actor if self.critic is None else self.critic(**kwargs).last_hidden_state
+        return actor, critic
 
     def forward_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
                        cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``[n, V]`` (tempered) and values ``[n]`` of the states that emitted the tokens
         at ``(rows, cols)`` of ``ids [B, S]`` (read at column ``cols - 1``), in one forward pass."""
-        hidden = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
-        return self._outputs(hidden[rows, cols - 1])
+        actor, critic = self._hidden(ids, mask)
+        return self._logits(actor[rows, cols - 1]), self.value_head(critic[rows, cols - 1]).squeeze(-1).float()
 
     @torch.no_grad()
-    def start(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[GenerationState, torch.Tensor, torch.Tensor]:
-        """Prefill left-padded prompts ``[N, P]``; returns the state and the first step's logits and values."""
+    def evaluate_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                        final_rows: torch.Tensor, final_cols: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-probs ``[n]`` of the tokens at ``(rows, cols)``, their states' values ``[n]``, and the
+        values ``[m]`` of the states right after the tokens at ``(final_rows, final_cols)`` (bootstrap)."""
+        actor, critic = self._hidden(ids, mask)
+        logp = torch.log_softmax(self._logits(actor[rows, cols - 1]), -1).gather(-1, ids[rows, cols][:, None])[:, 0]
+        values = self.value_head(critic[rows, cols - 1]).squeeze(-1).float()
+        final = self.value_head(critic[final_rows, final_cols]).squeeze(-1).float()
+        return logp, values, final
+
+    @torch.no_grad()
+    def start(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[GenerationState, torch.Tensor]:
+        """Prefill left-padded prompts ``[N, P]``; returns the state and the first step's logits."""
         out = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask), use_cache=True)
         state = GenerationState(out.past_key_values, mask.clone(), mask.long().sum(-1))
-        return (state, *self._outputs(out.last_hidden_state[:, -1]))
+        return state, self._logits(out.last_hidden_state[:, -1])
 
     @torch.no_grad()
-    def advance(self, state: GenerationState, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append ``tokens [N]`` (one per sub-env) using the KV cache; next logits and values."""
+    def advance(self, state: GenerationState, tokens: torch.Tensor) -> torch.Tensor:
+        """Append ``tokens [N]`` (one per sub-env) using the KV cache; the next logits."""
         state.mask = torch.cat([state.mask, torch.ones_like(state.mask[:, :1])], dim=1)
         out = self.trunk(input_ids=tokens[:, None], attention_mask=state.mask,
                          position_ids=state.next_position[:, None], past_key_values=state.cache, use_cache=True)
         state.cache = out.past_key_values
         state.next_position = state.next_position + 1
-        return self._outputs(out.last_hidden_state[:, -1])
+        return self._logits(out.last_hidden_state[:, -1])
 
 
 @torch.no_grad()

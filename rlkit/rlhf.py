@@ -90,11 +90,10 @@ class RLHFTrainer:
         self.tokenizer, self.extra_metrics = tokenizer, extra_metrics
         self.reference = copy.deepcopy(policy).eval().requires_grad_(False)
         # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
-        self.model = LMActorCritic(policy.eval().requires_grad_(True), cfg.temperature).to(self.device)
-        self.model.lm.config.use_cache = True
-        actor = list(self.model.lm.parameters())
-        self.flat = FlatParameters(actor + list(self.model.value_head.parameters()),
-                                   split=sum(p.numel() for p in actor))
+        self.model = LMActorCritic(policy.eval().requires_grad_(True), cfg.temperature,
+                                   cfg.separate_critic).to(self.device)
+        actor = self.model.actor_parameters()
+        self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.optimizer = make_adam(self.flat, cfg.learning_rate)
         self.outer = OuterStep(self.flat, cfg.outer_lr, cfg.outer_momentum, cfg.outer_nesterov, cfg.outer_bias,
                                cfg.outer_params == "actor", cfg.outer_optimizer) if cfg.outer_enabled else None
@@ -127,31 +126,27 @@ class RLHFTrainer:
             prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())].tolist())
         ids, mask, width = left_pad(prompts, steps, device)
         f = {k: torch.zeros(steps, n, device=device) for k in ("log_probs", "values", "rewards", "final_values")}
+        # values and final_values are filled after the rollout (one batched pass, see update()).
         actions = torch.zeros(steps, n, dtype=torch.long, device=device)
         b = {k: torch.zeros(steps, n, dtype=torch.bool, device=device) for k in ("terminated", "dones", "valid")}
         active = np.ones(n, bool)
         scores, eos = np.zeros(n), np.zeros(n, bool)
-        state, logits, values = self.model.start(ids[:, :width], mask[:, :width])
+        state, logits = self.model.start(ids[:, :width], mask[:, :width])
         for t in range(steps):
             tokens = self.model.head.sample(logits, self.generator)
             ids[:, width + t] = tokens
-            actions[t], f["values"][t] = tokens, values
+            actions[t] = tokens
             f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
             b["valid"][t] = torch.as_tensor(active, device=device)
-            truncated_now = []
             for i in np.flatnonzero(active):
                 _, reward, terminated, truncated, info = self.envs[i].step(int(tokens[i]))
                 if terminated or truncated:
                     f["rewards"][t, i] = reward
                     b["terminated"][t, i], b["dones"][t, i] = terminated, True
                     scores[i], eos[i], active[i] = info["score"], terminated, False
-                    if truncated:
-                        truncated_now.append(i)
-            if active.any() or truncated_now:
-                logits, values = self.model.advance(state, tokens)
-                f["final_values"][t, truncated_now] = values[truncated_now]
             if not active.any():
                 break
+            logits = self.model.advance(state, tokens)
         grid = TokenGrid(ids, mask, width, actions, f["log_probs"], f["values"], f["rewards"], f["final_values"],
                          b["terminated"], b["dones"], b["valid"])
         return grid, scores, eos
@@ -165,18 +160,22 @@ class RLHFTrainer:
         rollout_seconds = time.perf_counter() - start
         rows, cols = grid.transitions()
         vt = cols - grid.prompt_width
-        # Both sides of the KL by the same batched pass (as TRL does): exactly 0 at the start. These
-        # log-probs are also the behaviour log-probs of the ratio; they equal the ones sampled with
-        # the KV cache to ~1e-7 (tested).
-        log_probs = token_log_probs(self.model.lm, grid.ids, grid.mask, rows, cols, cfg.temperature)
+        # Policy log-probs, values and bootstrap values of truncated responses in one batched pass;
+        # the reference's log-probs by the same computation, so the KL is exactly 0 at the start
+        # (as TRL does). These log-probs are the ratio's behaviour log-probs; they equal the ones
+        # sampled with the KV cache to ~1e-7 (tested).
+        trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
+        log_probs, values, final_values = self.model.evaluate_tokens(
+            grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t)
         ref = token_log_probs(self.reference, grid.ids, grid.mask, rows, cols, cfg.temperature)
         kl_tokens = kl_penalty(log_probs, ref, cfg.kl_estimator)
         env_rewards = grid.rewards
         shaped = env_rewards.clone()
         shaped[vt, rows] -= self.kl.beta * kl_tokens
-        behaviour = torch.zeros_like(grid.log_probs)
-        behaviour[vt, rows] = log_probs
-        grid = replace(grid, log_probs=behaviour, rewards=shaped)
+        behaviour, value_grid, final_grid = (torch.zeros_like(grid.log_probs) for _ in range(3))
+        behaviour[vt, rows], value_grid[vt, rows] = log_probs, values
+        final_grid[trunc_t, trunc_n] = final_values
+        grid = replace(grid, log_probs=behaviour, values=value_grid, final_values=final_grid, rewards=shaped)
         stats: dict[str, float] = {}
         if self.hp3o is not None:  # HP3O: train on the best stored response plus k - 1 random ones
             self.hp3o.add(records_from_grid(grid, env_rewards, self.iteration))

@@ -26,6 +26,8 @@ class RLHFConfig(VariantOptions):
     """Sub-environments, i.e. responses generated per iteration."""
     max_new_tokens: int = 32
     """Response length limit (the episode is truncated there)."""
+    separate_critic: bool = False
+    """Value head on a separate critic trunk (a copy of the policy's) instead of the shared trunk."""
     temperature: float = 1.0
     """Sampling temperature, applied identically when acting and recomputing log-probs."""
     iterations: int = 20

@@ -44,7 +44,9 @@ def test_stored_log_probs_match_the_training_forward(logdir, temperature):
     logits, values = t.model.forward_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt)
     recomputed = t.model.head.log_prob(logits, ro.actions[vt, vn])
     torch.testing.assert_close(recomputed.detach(), ro.log_probs[vt, vn], atol=1e-5, rtol=0)
-    torch.testing.assert_close(values.detach(), ro.values[vt, vn], atol=1e-5, rtol=0)
+    lp, v, _ = t.model.evaluate_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt, vn[:0], vt[:0])
+    torch.testing.assert_close(lp, ro.log_probs[vt, vn], atol=1e-5, rtol=0)
+    torch.testing.assert_close(v, values.detach())
 
 
 def test_rollout_marks_response_ends_and_masks_the_rest(logdir):
@@ -146,3 +148,25 @@ def test_records_round_trip_through_a_grid(logdir):
         torch.testing.assert_close(x, y)
     # The rebuilt grid's tokens sit where its batch says.
     torch.testing.assert_close(rebuilt.ids[b.obs[:, 0], b.obs[:, 1]], b.actions)
+
+
+def test_separate_critic_trains_its_own_trunk(logdir):
+    t = trainer(logdir, separate_critic=True)
+    critic_before = [p.detach().clone() for p in t.model.critic.parameters()]
+    t.update()
+    assert any(not torch.equal(a, b) for a, b in zip(critic_before, t.model.critic.parameters()))
+    assert t.flat.split == sum(p.numel() for p in t.model.lm.parameters())
+
+
+def test_truncated_responses_bootstrap_from_the_value_after_their_last_token(logdir):
+    t = trainer(logdir, max_new_tokens=3)
+    grid, _, _ = t.collect()
+    trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
+    assert len(trunc_n) > 0
+    _, _, finals = t.model.evaluate_tokens(grid.ids, grid.mask, trunc_n, grid.prompt_width + trunc_t, trunc_n,
+                                           grid.prompt_width + trunc_t)
+    # The value after token c equals the value of the state that would emit token c + 1.
+    ids = torch.cat([grid.ids, torch.zeros_like(grid.ids[:, :1])], 1)
+    mask = torch.cat([grid.mask, torch.ones_like(grid.mask[:, :1])], 1)
+    _, v_next = t.model.forward_tokens(ids, mask, trunc_n, grid.prompt_width + trunc_t + 1)
+    torch.testing.assert_close(finals, v_next.detach(), atol=1e-5, rtol=0)

