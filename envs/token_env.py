@@ -55,15 +55,30 @@ class RewardModelScorer:
         if head is None:
             raise LLMEnvError(f"{type(model).__name__} has no 'score' head; use a decoder-style sequence classifier")
         self.model, self.head, self.tokenizer, self.batch_size = model, head, tokenizer, batch_size
+        self._prefetched: dict[tuple[int, ...], float] = {}
 
     @torch.no_grad()
-    def score_ids(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
-        """``[B]`` scores of whole token sequences (prompt + response)."""
+    def _score(self, sequences: list[list[int]]) -> np.ndarray:
         from rlkit.reward_model import last_token_scores
 
-        out = [last_token_scores(self.model, [list(s) for s in sequences[i:i + self.batch_size]]).cpu()
+        out = [last_token_scores(self.model, sequences[i:i + self.batch_size]).cpu()
                for i in range(0, len(sequences), self.batch_size)]
         return torch.cat(out).numpy()
+
+    def prefetch(self, sequences: Sequence[Sequence[int]]) -> None:
+        """Score sequences that are about to finish in one batch; ``score_ids`` then finds them.
+        (A vector of sub-envs each scoring its own response would otherwise run batches of one.)"""
+        seqs = [list(map(int, s)) for s in sequences]
+        if seqs:
+            self._prefetched.update(zip(map(tuple, seqs), self._score(seqs).tolist()))
+
+    def score_ids(self, sequences: Sequence[Sequence[int]]) -> np.ndarray:
+        """``[B]`` scores of whole token sequences (prompt + response)."""
+        seqs = [list(map(int, s)) for s in sequences]
+        missing = [s for s in seqs if tuple(s) not in self._prefetched]
+        if missing:
+            self.prefetch(missing)
+        return np.array([self._prefetched.pop(tuple(s)) for s in seqs], dtype=np.float32)
 
     def __call__(self, prompts: list[str], responses: list[str]) -> list[float]:
         if self.tokenizer is None:

@@ -88,6 +88,8 @@ class RLHFTrainer:
             reward = RewardModelScorer(load_model(cfg.reward_model, "seq-cls", dtype, str(self.device)), tokenizer)
         prompts = prompts if prompts is not None else read_prompts(cfg.prompts)
         self.tokenizer, self.extra_metrics = tokenizer, extra_metrics
+        self.scorer = reward if isinstance(reward, RewardModelScorer) else None
+        self.eos = tokenizer.eos_token_id
         self.reference = copy.deepcopy(policy).eval().requires_grad_(False)
         # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
         self.model = LMActorCritic(policy.eval().requires_grad_(True), cfg.temperature,
@@ -138,6 +140,9 @@ class RLHFTrainer:
             actions[t] = tokens
             f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
             b["valid"][t] = torch.as_tensor(active, device=device)
+            if self.scorer is not None:  # score every response that ends at this step in one batch
+                ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
+                self.scorer.prefetch([ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending])
             for i in np.flatnonzero(active):
                 _, reward, terminated, truncated, info = self.envs[i].step(int(tokens[i]))
                 if terminated or truncated:

@@ -170,3 +170,18 @@ def test_truncated_responses_bootstrap_from_the_value_after_their_last_token(log
     mask = torch.cat([grid.mask, torch.ones_like(grid.mask[:, :1])], 1)
     _, v_next = t.model.forward_tokens(ids, mask, trunc_n, grid.prompt_width + trunc_t + 1)
     torch.testing.assert_close(finals, v_next.detach(), atol=1e-5, rtol=0)
+
+
+def test_reward_model_scores_are_batched_per_step_and_match_direct_scoring(logdir):
+    from envs import RewardModelScorer
+
+    rm = tiny_lm.reward_model()
+    t = RLHFTrainer(cfg(logdir, max_new_tokens=5), reward=RewardModelScorer(rm), policy=tiny_lm.causal_lm(),
+                    tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    grid, scores, _ = t.collect()
+    fresh = RewardModelScorer(rm)
+    for n in range(8):
+        prompt = grid.ids[n, :grid.prompt_width][grid.mask[n, :grid.prompt_width].bool()].tolist()
+        response = grid.actions[:, n][grid.valid[:, n]].tolist()
+        assert scores[n] == pytest.approx(float(fresh.score_ids([prompt + response])[0]), abs=1e-5)
+    assert t.scorer._prefetched == {}  # every prefetched score was consumed

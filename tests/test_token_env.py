@@ -115,3 +115,12 @@ def test_unknown_model_path_is_one_line(tmp_path):
     with pytest.raises(LLMEnvError, match="cannot load model") as e:
         load_model(str(tmp_path / "no-such-model"))
     assert "\n" not in str(e.value)
+
+
+def test_prefetched_scores_equal_direct_scores():
+    scorer = RewardModelScorer(tiny_lm.reward_model())
+    seqs = [[3, 4, 5, 1], [3, 4, 1], [7, 8, 9, 10, 1]]
+    direct = [float(scorer.score_ids([s])[0]) for s in seqs]
+    scorer.prefetch(seqs)  # one padded batch
+    assert scorer.score_ids(seqs[::-1]).tolist() == pytest.approx(direct[::-1], abs=1e-5)
+    assert scorer._prefetched == {}
