@@ -144,13 +144,13 @@ class NumpyActor:
         out, values = joint[:, :self.out_dim], joint[:, self.out_dim]
         if self.discrete:
             z = out - out.max(-1, keepdims=True)
-            logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
-            # Inverse-CDF sampling: one uniform per row.
-            cdf = np.cumsum(np.exp(logp), axis=-1)
-            u = rng.random((out.shape[0], 1), dtype=np.float32) * cdf[:, -1:]
-            actions = np.minimum((u >= cdf).sum(-1), out.shape[1] - 1)
-            log_probs = logp[np.arange(len(actions)), actions]
-            return ActResult(actions.astype(np.int64), log_probs, values)
+            cdf = np.cumsum(np.exp(z), axis=-1)  # unnormalized; its last column is the partition sum
+            total = cdf[:, -1]
+            # Inverse-CDF sampling: one uniform per row (clamped against float rounding at the top).
+            u = rng.random(out.shape[0], dtype=np.float32) * total
+            actions = np.minimum((u[:, None] >= cdf).sum(-1), out.shape[1] - 1)
+            log_probs = z[np.arange(len(actions)), actions] - np.log(total)
+            return ActResult(actions, log_probs, values)
         noise = rng.standard_normal(out.shape, dtype=np.float32)
         actions = out + noise * self.std
         log_probs = (-0.5 * np.square(noise)).sum(-1) - self.log_norm
