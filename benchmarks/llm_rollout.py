@@ -16,6 +16,7 @@ import statistics
 import time
 
 from llm_common import setup
+from report import emit
 
 
 def main() -> None:
@@ -78,10 +79,7 @@ def main() -> None:
              "| batch × new tokens | rlkit env + policy rollout (tok/s) | model.generate (tok/s) | ratio | target |",
              "|---|---|---|---|---|",
              f"| {args.batch} × {args.new_tokens} | {a:.1f} | {b:.1f} | {a / b:.2f}× | ≥ 0.8× |"]
-    print("\n".join(lines))
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+    emit(lines, args.write)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import sys
 import time
 
 from llm_common import setup
+from report import emit
 
 COMMON = dict(batch=8, new_tokens=32, epochs=4, temperature=0.7, lr=3e-6, kl_coef=0.05)
 
@@ -137,10 +138,7 @@ def main() -> None:
              f"{medians['trl'] / medians['rlkit']:.2f}× | ≥ 1.5× |",
              f"| rlkit, shared trunk (default) | {medians['rlkit-shared']:.2f} | "
              f"{medians['trl'] / medians['rlkit-shared']:.2f}× | |"]
-    print("\n".join(lines))
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+    emit(lines, args.write)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import rlkit
+from report import emit
 
 VARIANTS = {
     "ppo": ("ppo", {}),
@@ -68,10 +69,7 @@ def returns(args: argparse.Namespace) -> None:
             vals = [r["eval_return"] for r in rs]
             lines.append(f"| {rs[0]['variant']} | {len(rs)} | {np.mean(vals):.1f} ± {np.std(vals):.1f} | "
                          f"{', '.join(f'{v:.0f}' for v in vals)} | {np.mean([r['wall_seconds'] for r in rs]):.0f} |")
-    print("\n".join(lines))
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+    emit(lines, args.write)
 
 
 def overhead(args: argparse.Namespace) -> None:
@@ -111,10 +109,7 @@ def overhead(args: argparse.Namespace) -> None:
     for name, ts in times.items():
         med = statistics.median(ts)
         lines.append(f"| {configs[name].variant} | {med * 1e3:.1f} | {100 * (med / ppo - 1):+.1f}% | {targets[name]} |")
-    print("\n".join(lines))
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+    emit(lines, args.write)
 
 
 def main() -> None:
