@@ -61,7 +61,8 @@ class LMActorCritic(nn.Module):
         return self.lm.base_model
 
     def actor_parameters(self) -> list[nn.Parameter]:
-        return list(self.lm.parameters())
+        """The policy's trainable parameters (all of them, or only LoRA adapters)."""
+        return [p for p in self.lm.parameters() if p.requires_grad]
 
     def critic_parameters(self) -> list[nn.Parameter]:
         trunk = list(self.critic.parameters()) if self.critic is not None else []

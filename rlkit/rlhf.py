@@ -90,10 +90,20 @@ class RLHFTrainer:
         self.tokenizer, self.extra_metrics = tokenizer, extra_metrics
         self.scorer = reward if isinstance(reward, RewardModelScorer) else None
         self.eos = tokenizer.eos_token_id
-        self.reference = copy.deepcopy(policy).eval().requires_grad_(False)
+        self.peft = None
+        if cfg.lora_r:
+            # LoRA (peft): only the adapters train; the reference is the same weights with the
+            # adapters disabled, so there is one copy of the model.
+            from peft import LoraConfig, get_peft_model
+
+            self.peft = get_peft_model(policy, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                                                          target_modules=list(cfg.lora_targets) or "all-linear"))
+            policy, self.reference = self.peft.get_base_model(), None
+        else:
+            self.reference = copy.deepcopy(policy).eval().requires_grad_(False)
+            policy.requires_grad_(True)
         # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
-        self.model = LMActorCritic(policy.eval().requires_grad_(True), cfg.temperature,
-                                   cfg.separate_critic).to(self.device)
+        self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic).to(self.device)
         actor = self.model.actor_parameters()
         self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.optimizer = make_adam(self.flat, cfg.learning_rate)
@@ -172,7 +182,7 @@ class RLHFTrainer:
         trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
         log_probs, values, final_values = self.model.evaluate_tokens(
             grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t)
-        ref = token_log_probs(self.reference, grid.ids, grid.mask, rows, cols, cfg.temperature)
+        ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols)
         kl_tokens = kl_penalty(log_probs, ref, cfg.kl_estimator)
         env_rewards = grid.rewards
         shaped = env_rewards.clone()
@@ -224,6 +234,13 @@ class RLHFTrainer:
             prompts, responses = self.decode(grid)
             stats.update({f"charts/{k}": v for k, v in self.extra_metrics(prompts, responses).items()})
         return stats
+
+    def reference_log_probs(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
+                            cols: torch.Tensor) -> torch.Tensor:
+        if self.peft is None:
+            return token_log_probs(self.reference, ids, mask, rows, cols, self.cfg.temperature)
+        with self.peft.disable_adapter():
+            return token_log_probs(self.model.lm, ids, mask, rows, cols, self.cfg.temperature)
 
     def decode(self, grid: TokenGrid) -> tuple[list[str], list[str]]:
         """Prompt and response texts of each sequence in ``grid``."""

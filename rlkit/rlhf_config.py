@@ -28,6 +28,12 @@ class RLHFConfig(VariantOptions):
     """Response length limit (the episode is truncated there)."""
     separate_critic: bool = False
     """Value head on a separate critic trunk (a copy of the policy's) instead of the shared trunk."""
+    lora_r: int = 0
+    """LoRA rank (peft); 0 trains all weights. With LoRA the reference is the base model with adapters off."""
+    lora_alpha: float = 16.0
+    """LoRA scaling alpha."""
+    lora_targets: tuple[str, ...] = ()
+    """Module names to adapt (default: every linear layer but the output head)."""
     temperature: float = 1.0
     """Sampling temperature, applied identically when acting and recomputing log-probs."""
     iterations: int = 20
@@ -101,6 +107,8 @@ class RLHFConfig(VariantOptions):
         for name in ("ent_coef", "vf_coef", "kl_coef"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not isinstance(self.lora_r, int) or self.lora_r < 0:
+            raise ConfigError(f"lora_r must be >= 0, got {self.lora_r!r}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:
             raise ConfigError(f"gamma and gae_lambda must lie in [0, 1], got {self.gamma}, {self.gae_lambda}")
         if self.num_envs % self.num_minibatches:

@@ -185,3 +185,18 @@ def test_reward_model_scores_are_batched_per_step_and_match_direct_scoring(logdi
         response = grid.actions[:, n][grid.valid[:, n]].tolist()
         assert scores[n] == pytest.approx(float(fresh.score_ids([prompt + response])[0]), abs=1e-5)
     assert t.scorer._prefetched == {}  # every prefetched score was consumed
+
+
+def test_lora_trains_adapters_only_and_uses_the_base_as_reference(logdir):
+    pytest.importorskip("peft")
+    t = trainer(logdir, lora_r=4, kl_coef=0.1, separate_critic=False)
+    base = {n: p.detach().clone() for n, p in t.model.lm.named_parameters() if "lora_" not in n}
+    lora = {n: p.detach().clone() for n, p in t.model.lm.named_parameters() if "lora_" in n}
+    assert lora and t.reference is None
+    assert t.update()["charts/kl"] == 0.0  # adapters start as a no-op (B = 0)
+    stats = t.update()
+    assert stats["charts/kl"] != 0.0
+    after = dict(t.model.lm.named_parameters())
+    assert all(torch.equal(base[n], after[n]) for n in base)
+    assert any(not torch.equal(lora[n], after[n]) for n in lora)
+    assert t.flat.split == sum(p.numel() for p in lora.values())
