@@ -92,7 +92,8 @@ class DiagGaussianHead(nn.Module):
         return mean
 
     def to_env(self, actions: np.ndarray) -> np.ndarray:
-        return np.clip(actions, self.low, self.high)
+        """A clipped copy for the env (the stored sample stays unclipped)."""
+        return np.minimum(np.maximum(actions, self.low), self.high)
 
 
 PolicyHead = CategoricalHead | DiagGaussianHead

@@ -6,6 +6,8 @@ at evaluation (``update=False``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -18,11 +20,13 @@ class RunningMeanStd:
         self.count = epsilon
 
     def update(self, x: np.ndarray) -> None:
-        batch_mean, batch_var, n = x.mean(0), x.var(0), x.shape[0]
+        """Fold in a batch ``x [n, *shape]`` (called every env step: kept to a few numpy calls)."""
+        n = x.shape[0]
+        batch_mean, batch_var = (x[0], 0.0) if n == 1 else (x.mean(0), x.var(0))
         delta = batch_mean - self.mean
         total = self.count + n
-        self.mean = self.mean + delta * n / total
-        m2 = self.var * self.count + batch_var * n + np.square(delta) * self.count * n / total
+        self.mean = self.mean + delta * (n / total)
+        m2 = self.var * self.count + batch_var * n + np.square(delta) * (self.count * n / total)
         self.var = m2 / total
         self.count = total
 
@@ -55,7 +59,8 @@ class ObsNormalizer:
         if update:
             self.rms.update(obs)
             self._refresh()
-        return np.clip((obs - self._mean) * self._inv_std, -self.clip, self.clip)
+        out = (obs - self._mean) * self._inv_std
+        return np.minimum(np.maximum(out, -self.clip, out=out), self.clip, out=out)
 
     def state_dict(self) -> dict[str, object]:
         return {"enabled": self.enabled, "clip": self.clip, "rms": self.rms.state_dict()}
@@ -84,9 +89,10 @@ class RewardScaler:
         if update:
             self.returns = self.returns * self.gamma + rewards
             self.rms.update(self.returns)
-            self.returns[dones] = 0.0
-        scale = np.float32(1.0 / np.sqrt(self.rms.var + self.eps))
-        return np.clip(rewards * scale, -self.clip, self.clip)
+            if dones.any():
+                self.returns[dones] = 0.0
+        out = rewards * np.float32(1.0 / math.sqrt(float(self.rms.var) + self.eps))
+        return np.minimum(np.maximum(out, -self.clip, out=out), self.clip, out=out)
 
     def reset(self) -> None:
         self.returns[:] = 0.0

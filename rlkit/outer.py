@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from rlkit.optim import FlatParameters
+from rlkit.variants import VariantOptions
 
 
 class OuterStep:
@@ -36,6 +37,14 @@ class OuterStep:
         self.optimizer: torch.optim.Optimizer = getattr(torch.optim, optimizer)([self.delta], **kwargs)
         self.theta_k: torch.Tensor | None = None
         self.prev_grad: torch.Tensor | None = None
+
+    @classmethod
+    def from_options(cls, flat: FlatParameters, options: "VariantOptions") -> "OuterStep | None":
+        """The outer step a config asks for (None when Outer-PPO is off)."""
+        if not options.outer_enabled:
+            return None
+        return cls(flat, options.outer_lr, options.outer_momentum, options.outer_nesterov, options.outer_bias,
+                   options.outer_params == "actor", options.outer_optimizer)
 
     @property
     def theta(self) -> torch.Tensor:

@@ -154,4 +154,4 @@ class NumpyActor:
         noise = rng.standard_normal(out.shape, dtype=np.float32)
         actions = out + noise * self.std
         log_probs = (-0.5 * np.square(noise)).sum(-1) - self.log_norm
-        return ActResult(actions.astype(np.float32), log_probs.astype(np.float32), values)
+        return ActResult(actions.astype(np.float32, copy=False), log_probs.astype(np.float32, copy=False), values)

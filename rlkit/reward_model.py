@@ -39,6 +39,9 @@ class RMConfig:
     """Pairs per step."""
     learning_rate: float = 2e-5
     """AdamW learning rate."""
+    train_backbone: bool = True
+    """Fine-tune the whole model; off trains only the score head on frozen last-token features
+    (a linear Bradley-Terry probe: far cheaper on a CPU)."""
     eval_fraction: float = 0.2
     """Share of pairs held out for pairwise accuracy."""
     max_length: int = 256
@@ -96,6 +99,11 @@ def read_pairs(path: str) -> list[dict[str, str]]:
 def last_token_scores(model: torch.nn.Module, sequences: list[list[int]]) -> torch.Tensor:
     """``[B]`` scores of the model's ``score`` head at each sequence's last token (right padding,
     mask and index from lengths). Differentiable."""
+    return model.score(last_token_hidden(model, sequences))[:, 0].float()
+
+
+def last_token_hidden(model: torch.nn.Module, sequences: list[list[int]]) -> torch.Tensor:
+    """``[B, H]`` final hidden state at each sequence's last token."""
     device = next(model.parameters()).device
     lengths = torch.tensor([len(s) for s in sequences], device=device)
     ids = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long, device=device)
@@ -103,7 +111,7 @@ def last_token_scores(model: torch.nn.Module, sequences: list[list[int]]) -> tor
         ids[i, :len(s)] = torch.as_tensor(s, device=device)
     mask = (torch.arange(ids.shape[1], device=device)[None] < lengths[:, None]).long()
     hidden = model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
-    return model.score(hidden[torch.arange(len(sequences), device=device), lengths - 1])[:, 0].float()
+    return hidden[torch.arange(len(sequences), device=device), lengths - 1]
 
 
 def _encode(tokenizer: Any, pairs: list[dict[str, str]], max_length: int) -> list[tuple[list[int], list[int]]]:
@@ -145,20 +153,31 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
     eval_set, train_set = encoded[:n_eval], encoded[n_eval:]
     if not train_set:
         raise ConfigError("no training pairs left after the held-out split")
-    model = model.to(device).train().requires_grad_(True)
-    before = pairwise_accuracy(model.eval(), eval_set)
-    model.train()
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=cfg.learning_rate)
+    model = model.to(device).eval()  # no dropout: the scores trained on are the scores served
+    before = pairwise_accuracy(model, eval_set)
+    model.requires_grad_(cfg.train_backbone)
+    model.score.requires_grad_(True)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate)
+    if not cfg.train_backbone:  # frozen trunk: compute each sequence's last-token feature once
+        with torch.no_grad():
+            feats = [last_token_hidden(model, [c, r]) for c, r in train_set]
     rng, steps = random.Random(cfg.seed + 1), 0
+    order = list(range(len(train_set)))
     for _ in range(cfg.epochs):
-        rng.shuffle(train_set)
-        for start in range(0, len(train_set), cfg.batch_size):
-            chunk = train_set[start:start + cfg.batch_size]
-            scores = last_token_scores(model, [c for c, _ in chunk] + [r for _, r in chunk])
+        rng.shuffle(order)
+        for start in range(0, len(order), cfg.batch_size):
+            chunk = order[start:start + cfg.batch_size]
+            if cfg.train_backbone:
+                seqs = [train_set[i][0] for i in chunk] + [train_set[i][1] for i in chunk]
+                scores = last_token_scores(model, seqs)
+            else:
+                hidden = torch.cat([torch.stack([feats[i][0] for i in chunk]), torch.stack([feats[i][1] for i in chunk])])
+                scores = model.score(hidden)[:, 0].float()
             loss = -F.logsigmoid(scores[:len(chunk)] - scores[len(chunk):]).mean()
             optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             steps += 1
     model.eval().requires_grad_(False)

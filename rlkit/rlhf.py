@@ -107,8 +107,7 @@ class RLHFTrainer:
         actor = self.model.actor_parameters()
         self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.optimizer = make_adam(self.flat, cfg.learning_rate)
-        self.outer = OuterStep(self.flat, cfg.outer_lr, cfg.outer_momentum, cfg.outer_nesterov, cfg.outer_bias,
-                               cfg.outer_params == "actor", cfg.outer_optimizer) if cfg.outer_enabled else None
+        self.outer = OuterStep.from_options(self.flat, cfg)
         vocab = self.model.lm.config.vocab_size
         self.envs = [TokenEnv(prompts, reward, vocab, tokenizer.eos_token_id, cfg.max_new_tokens, tokenizer=tokenizer,
                               missing_eos_penalty=cfg.missing_eos_penalty, pad_token_id=0,

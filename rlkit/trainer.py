@@ -12,8 +12,8 @@ import sys
 import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import torch
@@ -110,8 +110,7 @@ class PPOTrainer:
         self.generator = torch.Generator().manual_seed(cfg.seed)  # minibatch shuffling
         self.episodes = Episodes(cfg.num_envs)
         # Variants (issue #3) swap one piece: the outer step wraps the inner epochs, HP3O the batch source.
-        self.outer = OuterStep(self.flat, cfg.outer_lr, cfg.outer_momentum, cfg.outer_nesterov, cfg.outer_bias,
-                               cfg.outer_params == "actor", cfg.outer_optimizer) if cfg.outer_enabled else None
+        self.outer = OuterStep.from_options(self.flat, cfg)
         self.hp3o = HP3O(cfg.num_envs, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, cfg.hp3o_samples, cfg.gamma,
                          cfg.gae_lambda, cfg.clip_coef, cfg.hp3o_recompute_values,
                          cfg.hp3o_threshold if cfg.hp3o_plus else None) if cfg.hp3o else None

@@ -37,6 +37,18 @@ def test_rm_trainer_reaches_high_accuracy_on_separable_pairs(tmp_path):
     assert good > bad
 
 
+def test_head_only_training_leaves_the_backbone_frozen(tmp_path):
+    import torch
+
+    model = tiny_lm.reward_model()
+    trunk = {n: p.detach().clone() for n, p in model.named_parameters() if not n.startswith("score")}
+    cfg = RMConfig(output=str(tmp_path / "rm"), epochs=30, batch_size=8, learning_rate=3e-2, train_backbone=False,
+                   torch_threads=1)
+    result = train_reward_model(cfg, model=model, tokenizer=tiny_lm.tokenizer(), pairs=synthetic_pairs())
+    assert all(torch.equal(trunk[n], p) for n, p in model.named_parameters() if n in trunk)
+    assert result.eval_accuracy >= 0.9, result
+
+
 def test_malformed_preference_file_is_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "a", "chosen": "b"}\n')
