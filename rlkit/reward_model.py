@@ -39,6 +39,9 @@ class RMConfig:
     """Pairs per step."""
     learning_rate: float = 2e-5
     """AdamW learning rate."""
+    pooling: Literal["last", "mean"] = "last"
+    """Score the last token's hidden state (transformers' convention) or the mean over tokens;
+    saved in the model's config (``rlkit_pooling``) so scorers use the same."""
     train_backbone: bool = True
     """Fine-tune the whole model; off trains only the score head on frozen last-token features
     (a linear Bradley-Terry probe: far cheaper on a CPU)."""
@@ -97,13 +100,15 @@ def read_pairs(path: str) -> list[dict[str, str]]:
 
 
 def last_token_scores(model: torch.nn.Module, sequences: list[list[int]]) -> torch.Tensor:
-    """``[B]`` scores of the model's ``score`` head at each sequence's last token (right padding,
-    mask and index from lengths). Differentiable."""
+    """``[B]`` scores of the model's ``score`` head on each sequence's pooled final hidden state:
+    the last token's (``transformers``' convention, the default) or, when the model's config has
+    ``rlkit_pooling = "mean"``, the mean over its tokens. Right padding; mask and positions from
+    lengths. Differentiable."""
     return model.score(last_token_hidden(model, sequences))[:, 0].float()
 
 
 def last_token_hidden(model: torch.nn.Module, sequences: list[list[int]]) -> torch.Tensor:
-    """``[B, H]`` final hidden state at each sequence's last token."""
+    """``[B, H]`` pooled final hidden state (see :func:`last_token_scores`)."""
     device = next(model.parameters()).device
     lengths = torch.tensor([len(s) for s in sequences], device=device)
     ids = torch.zeros(len(sequences), int(lengths.max()), dtype=torch.long, device=device)
@@ -111,6 +116,8 @@ def last_token_hidden(model: torch.nn.Module, sequences: list[list[int]]) -> tor
         ids[i, :len(s)] = torch.as_tensor(s, device=device)
     mask = (torch.arange(ids.shape[1], device=device)[None] < lengths[:, None]).long()
     hidden = model.base_model(input_ids=ids, attention_mask=mask).last_hidden_state
+    if getattr(model.config, "rlkit_pooling", "last") == "mean":
+        return (hidden * mask[..., None]).sum(1) / lengths[:, None]
     return hidden[torch.arange(len(sequences), device=device), lengths - 1]
 
 
@@ -153,6 +160,7 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
     eval_set, train_set = encoded[:n_eval], encoded[n_eval:]
     if not train_set:
         raise ConfigError("no training pairs left after the held-out split")
+    model.config.rlkit_pooling = cfg.pooling
     model = model.to(device).eval()  # no dropout: the scores trained on are the scores served
     before = pairwise_accuracy(model, eval_set)
     model.requires_grad_(cfg.train_backbone)

@@ -59,3 +59,20 @@ def test_malformed_preference_file_is_one_line(tmp_path):
         read_pairs(str(tmp_path / "missing.jsonl"))
     with pytest.raises(ConfigError, match="eval_fraction"):
         RMConfig(eval_fraction=1.0)
+
+
+def test_mean_pooling_is_saved_in_the_config_and_used_for_scoring(tmp_path):
+    import torch
+
+    from rlkit.reward_model import last_token_hidden
+
+    model = tiny_lm.reward_model()
+    cfg = RMConfig(output=str(tmp_path / "rm"), epochs=1, pooling="mean", train_backbone=False, torch_threads=1)
+    train_reward_model(cfg, model=model, tokenizer=tiny_lm.tokenizer(), pairs=synthetic_pairs(10))
+    assert model.config.rlkit_pooling == "mean"
+    seqs = [[3, 4, 5], [6, 7]]
+    pooled = last_token_hidden(model, seqs)
+    alone = model.base_model(input_ids=torch.tensor([seqs[0]])).last_hidden_state[0].mean(0)
+    torch.testing.assert_close(pooled[0], alone, atol=1e-5, rtol=0)
+    from envs import load_model
+    assert load_model(str(tmp_path / "rm"), "seq-cls").config.rlkit_pooling == "mean"
