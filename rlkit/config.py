@@ -40,7 +40,7 @@ class TrainConfig(VariantOptions):
     seed: int = 1
     """Seed for torch, numpy and the environments; equal seeds give bit-identical runs on CPU."""
     total_steps: int = 500_000
-    """Total environment steps (summed over all sub-environments)."""
+    """Total environment steps (summed over all sub-environments; rounded down to whole rollouts)."""
     num_envs: int = 4
     """Number of parallel sub-environments."""
     num_steps: int = 128
