@@ -51,10 +51,9 @@ class RewardModelScorer:
     """
 
     def __init__(self, model: torch.nn.Module, tokenizer: Any = None, batch_size: int = 16) -> None:
-        head = getattr(model, "score", None)
-        if head is None:
+        if getattr(model, "score", None) is None:
             raise LLMEnvError(f"{type(model).__name__} has no 'score' head; use a decoder-style sequence classifier")
-        self.model, self.head, self.tokenizer, self.batch_size = model, head, tokenizer, batch_size
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self._prefetched: dict[tuple[int, ...], float] = {}
 
     @torch.no_grad()

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import random
 import sys
 import time
 from pathlib import Path

@@ -92,7 +92,7 @@ class LMActorCritic(nn.Module):
         """Log-probs ``[n]`` of the tokens at ``(rows, cols)``, their states' values ``[n]``, and the
         values ``[m]`` of the states right after the tokens at ``(final_rows, final_cols)`` (bootstrap)."""
         actor, critic = self._hidden(ids, mask)
-        logp = torch.log_softmax(self._logits(actor[rows, cols - 1]), -1).gather(-1, ids[rows, cols][:, None])[:, 0]
+        logp = self.head.log_prob(self._logits(actor[rows, cols - 1]), ids[rows, cols])
         values = self.value_head(critic[rows, cols - 1]).squeeze(-1).float()
         final = self.value_head(critic[final_rows, final_cols]).squeeze(-1).float()
         return logp, values, final
@@ -124,7 +124,7 @@ def token_log_probs(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: 
     hidden = lm.base_model(input_ids=ids, attention_mask=mask,
                                   position_ids=positions_from_mask(mask)).last_hidden_state
     logits = lm.get_output_embeddings()(hidden[rows, cols - 1]).float() / temperature
-    return torch.log_softmax(logits, -1).gather(-1, ids[rows, cols][:, None])[:, 0]
+    return CategoricalHead(logits.shape[-1]).log_prob(logits, ids[rows, cols])  # the policy's own head math
 
 
 def kl_penalty(log_probs: torch.Tensor, ref_log_probs: torch.Tensor, estimator: str) -> torch.Tensor:
