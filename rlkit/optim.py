@@ -59,6 +59,34 @@ class FlatParameters:
         return norm
 
 
+class FlatAdam(torch.optim.Adam):
+    """``torch.optim.Adam(fused=True)`` over the single flat parameter, stepped by calling its
+    fused kernel directly.
+
+    The generic ``Optimizer.step`` machinery costs ~60 us of Python per call on CPU around a
+    ~7 us kernel (profiled, issue #2); with one parameter there is nothing for it to group.
+    State, ``state_dict`` and ``param_groups`` are Adam's own; the first step (which builds the
+    state) and any configuration this fast path does not cover go through ``Adam.step``.
+    Bit-identical to ``Adam.step`` (tested).
+    """
+
+    def step(self, closure=None):  # type: ignore[override]
+        group = self.param_groups[0]
+        param = group["params"][0]
+        state = self.state.get(param)
+        if (closure is not None or not state or len(self.param_groups) > 1 or len(group["params"]) > 1
+                or param.grad is None or not group["fused"] or group["amsgrad"] or group["maximize"]
+                or group.get("decoupled_weight_decay", False) or isinstance(group["lr"], torch.Tensor)):
+            return super().step(closure)
+        beta1, beta2 = group["betas"]
+        state["step"].add_(1)
+        torch._fused_adam_([param], [param.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [], [state["step"]],
+                           amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
+                           weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
+                           grad_scale=None, found_inf=None)
+        return None
+
+
 def make_adam(flat: FlatParameters, lr: float) -> torch.optim.Adam:
     """Adam with eps 1e-5 (PPO implementation detail) over the single flat parameter."""
-    return torch.optim.Adam([flat.param], lr=lr, eps=1e-5, fused=True)
+    return FlatAdam([flat.param], lr=lr, eps=1e-5, fused=True)

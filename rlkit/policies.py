@@ -16,6 +16,8 @@ import torch
 from torch import nn
 
 from rlkit.distributions import PolicyHead, UnsupportedSpaceError, make_head
+from rlkit.fused_mlp import FusedActorCritic
+from rlkit.optim import FlatParameters
 
 
 class ActResult(NamedTuple):
@@ -62,6 +64,13 @@ class MLPActorCritic(nn.Module):
         sizes = [self.obs_dim, *hidden_sizes]
         self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01)
         self.critic = _mlp([*sizes, 1], out_gain=1.0)
+        self.fused: FusedActorCritic | None = None
+
+    def use_flat_parameters(self, flat: FlatParameters) -> None:
+        """Run ``forward`` as one autograd node over ``flat`` (built from ``ordered_parameters()``),
+        see :mod:`rlkit.fused_mlp`. Same values and gradients as the module path, fewer ops."""
+        self.fused = FusedActorCritic(self.actor, self.critic, flat.param,
+                                      {id(p): s for p, s in zip(flat.params, flat.slices)})
 
     def actor_parameters(self) -> list[nn.Parameter]:
         return [*self.actor.parameters(), *self.head.parameters()]
@@ -74,6 +83,8 @@ class MLPActorCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs [B, obs_dim]`` -> (distribution params ``[B, out_dim]``, values ``[B]``)."""
+        if self.fused is not None:
+            return self.fused(obs)
         return self.actor(obs), self.critic(obs).squeeze(-1)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:

@@ -101,6 +101,7 @@ class PPOTrainer:
         self.head = self.model.head
         self.flat = FlatParameters(self.model.ordered_parameters(),
                                    split=sum(p.numel() for p in self.model.actor_parameters()))
+        self.model.use_flat_parameters(self.flat)
         self.optimizer = make_adam(self.flat, cfg.learning_rate)
         self.obs_norm = self.agent.obs_norm
         self.rew_scaler = RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward)

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from rlkit.buffer import RolloutBuffer, iterate_minibatches
+from rlkit.buffer import Batch, RolloutBuffer, iterate_minibatches
 from rlkit.normalization import ObsNormalizer, RewardScaler, RunningMeanStd
 from rlkit.optim import FlatParameters, make_adam
 
@@ -101,3 +101,63 @@ def test_flat_parameters_match_per_tensor_autograd_clip_and_adam():
     # Parameters really are views into the flat vector.
     flat.data.zero_()
     assert all(float(p.detach().abs().sum()) == 0 for p in net.parameters())
+
+
+def test_flat_adam_fast_step_is_bit_identical_to_torch_fused_adam():
+    from rlkit.optim import FlatAdam
+
+    torch.manual_seed(0)
+    params = [nn.Parameter(torch.randn(50)) for _ in range(2)]
+    ref_opt = torch.optim.Adam([params[0]], lr=3e-3, eps=1e-5, fused=True)
+    opt = FlatAdam([params[1]], lr=3e-3, eps=1e-5, fused=True)
+    with torch.no_grad():
+        params[1].copy_(params[0])
+    for i in range(6):
+        grad = torch.randn(50)
+        for p, o in zip(params, (ref_opt, opt)):
+            p.grad = grad.clone()
+            o.param_groups[0]["lr"] = 3e-3 * (1 - i / 6)  # annealed, as the trainer does
+            o.step()
+        assert torch.equal(params[0], params[1])
+    for k in ("exp_avg", "exp_avg_sq", "step"):
+        assert torch.equal(ref_opt.state[params[0]][k], opt.state[params[1]][k])
+
+
+@pytest.mark.parametrize("discrete", [True, False])
+@pytest.mark.parametrize("dtype,hidden", [(torch.float32, (64, 64)), (torch.float64, (64, 64)),
+                                          (torch.float64, (16,)), (torch.float64, (8, 16, 8))])
+def test_fused_actor_critic_matches_module_autograd(discrete, dtype, hidden):
+    """The single-node forward/backward of rlkit.fused_mlp equals autograd through the modules
+    (float32 takes the numpy-tanh path, float64 torch.tanh)."""
+    import gymnasium as gym
+
+    from rlkit.loss import ppo_loss
+    from rlkit.policies import MLPActorCritic
+
+    torch.manual_seed(0)
+    act_space = gym.spaces.Discrete(3) if discrete else gym.spaces.Box(-1, 1, (2,))
+    model = MLPActorCritic(gym.spaces.Box(-5, 5, (6,)), act_space, hidden).to(dtype)
+    flat = FlatParameters(model.ordered_parameters())
+    with torch.no_grad():  # break the symmetric init so every gradient is non-trivial
+        flat.data.add_(torch.randn_like(flat.data) * 0.3)
+    g = torch.Generator().manual_seed(1)
+    n = 32
+    obs = torch.randn(n, 6, generator=g).to(dtype)
+    actions = torch.randint(0, 3, (n,), generator=g) if discrete else torch.randn(n, 2, generator=g).to(dtype)
+    mb = Batch(obs, actions, torch.randn(n, generator=g).to(dtype) - 1, torch.randn(n, generator=g).to(dtype),
+               torch.randn(n, generator=g).to(dtype), torch.randn(n, generator=g).to(dtype))
+    results = []
+    for fused in (False, True):
+        model.fused = None
+        if fused:
+            model.use_flat_parameters(flat)
+        flat.zero_grad()
+        params, values = model(obs)
+        out = ppo_loss(model.head, params, values, mb, clip_coef=0.2, clip_vloss=True, ent_coef=0.01, vf_coef=0.5,
+                       norm_adv=True)
+        out.loss.backward()
+        results.append((params.detach(), values.detach(), flat.grad.clone()))
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=1e-12, atol=1e-12)
+    for plain, fused in zip(*results):
+        torch.testing.assert_close(fused, plain, **tol)
+    assert (results[1][2] != 0).float().mean() > 0.9  # the comparison covers real gradients
