@@ -28,6 +28,7 @@ from rlkit.lm import AdaptiveKL, LMActorCritic, kl_penalty, token_log_probs
 from rlkit.logger import Logger
 from rlkit.optim import FlatParameters, make_adam
 from rlkit.outer import OuterStep
+from rlkit.rlhf_checkpoint import config_from_checkpoint, load_rlhf, run_dir_of, save_rlhf
 from rlkit.rlhf_config import ConfigError, RLHFConfig
 from rlkit.token_grid import (SequenceMinibatch, TokenGrid, grid_from_records, left_pad, records_from_grid,
                               sequence_minibatches)
@@ -71,6 +72,9 @@ class RLHFTrainer:
 
         if cfg.hp3o_plus:
             raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
+        resumed = None
+        if cfg.resume:  # the run's own config; weights and random streams are restored at the end
+            cfg, *resumed = config_from_checkpoint(cfg.resume)
         self.cfg = cfg
         torch.manual_seed(cfg.seed)
         torch.set_num_threads(cfg.torch_threads)
@@ -120,10 +124,19 @@ class RLHFTrainer:
         self.hp3o = TrajectoryBuffer(cfg.hp3o_buffer_size) if cfg.hp3o else None
         self.rng = np.random.default_rng(cfg.seed)
         self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
-        name = cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-        self.run_dir = Path(cfg.logdir) / name
-        self.run_dir.mkdir(parents=True, exist_ok=True)
         self.iteration = 0
+        self.history: list[dict[str, float]] = []
+        self.tokens = self.seconds = 0.0
+        if resumed:
+            self.run_dir = run_dir_of(cfg.resume)
+            self.history, self.tokens, self.seconds = load_rlhf(self, *resumed)
+        else:
+            name = cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+            self.run_dir = Path(cfg.logdir) / name
+            if (self.run_dir / "checkpoints").exists():
+                raise ConfigError(f"run directory {str(self.run_dir)!r} already has checkpoints; "
+                                  "pass --resume it or choose another --run-name")
+            self.run_dir.mkdir(parents=True, exist_ok=True)
 
     # ----------------------------------------------------------------------------- rollout
     @torch.no_grad()
@@ -254,29 +267,35 @@ class RLHFTrainer:
     # -------------------------------------------------------------------------------- loop
     def train(self) -> RLHFResult:
         cfg = self.cfg
-        logger = Logger(str(self.run_dir))
-        logger.hparams({"variant": cfg.variant, **cfg.to_dict()}, ["charts/score", "charts/kl"])
-        (self.run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
-        history, tokens, seconds = [], 0.0, 0.0
+        logger = Logger(str(self.run_dir), purge_step=self.iteration + 1 if cfg.resume else None)
+        if not cfg.resume:
+            logger.hparams({"variant": cfg.variant, **cfg.to_dict()}, ["charts/score", "charts/kl"])
+            (self.run_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=1))
+        history = self.history
         try:
             while self.iteration < cfg.iterations:
                 if cfg.anneal_lr:
                     self.optimizer.param_groups[0]["lr"] = cfg.learning_rate * (1 - self.iteration / cfg.iterations)
                 start = time.perf_counter()
                 stats = self.update()
-                seconds += time.perf_counter() - start
-                tokens += stats["charts/response_length"] * cfg.num_envs
+                self.seconds += time.perf_counter() - start
+                self.tokens += stats["charts/response_length"] * cfg.num_envs
                 self.iteration += 1
                 stats["charts/learning_rate"] = self.optimizer.param_groups[0]["lr"]
                 logger.scalars(stats, self.iteration)
                 history.append(stats)
+                if cfg.checkpoint_every and (self.iteration % cfg.checkpoint_every == 0
+                                             or self.iteration == cfg.iterations):
+                    logger.flush()  # everything up to the checkpoint is on disk before it exists
+                    save_rlhf(self, history, self.tokens, self.seconds)
         finally:
             logger.close()
         if cfg.save_model:
             state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
             save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
                       str(self.run_dir / "policy.safetensors"))
-        result = RLHFResult(self.iteration, tokens / seconds if seconds else 0.0, str(self.run_dir), history)
+        result = RLHFResult(self.iteration, self.tokens / self.seconds if self.seconds else 0.0, str(self.run_dir),
+                            history)
         (self.run_dir / "result.json").write_text(json.dumps(result.to_json(), indent=1))
         return result
 

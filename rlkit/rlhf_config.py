@@ -86,6 +86,11 @@ class RLHFConfig(VariantOptions):
     """Run folder name (default: rlhf__{variant}__s{seed}__{timestamp})."""
     save_model: bool = True
     """Write the trained policy and value head (safetensors) at the end."""
+    checkpoint_every: int = 0
+    """Write a resumable checkpoint every N iterations and after the last (0: none). Each holds the
+    trainable weights and Adam's state: ~12 bytes per trainable parameter (LoRA keeps it small)."""
+    resume: str | None = None
+    """Continue a run from its directory or a checkpoint; the rest of the run is as if uninterrupted."""
 
     def __post_init__(self) -> None:
         from rlkit.config import _VALIDATE
@@ -107,6 +112,8 @@ class RLHFConfig(VariantOptions):
         for name in ("ent_coef", "vf_coef", "kl_coef"):
             if not (math.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
+            raise ConfigError(f"checkpoint_every must be >= 0, got {self.checkpoint_every!r}")
         if not isinstance(self.lora_r, int) or self.lora_r < 0:
             raise ConfigError(f"lora_r must be >= 0, got {self.lora_r!r}")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:

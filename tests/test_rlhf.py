@@ -200,3 +200,52 @@ def test_lora_trains_adapters_only_and_uses_the_base_as_reference(logdir):
     assert all(torch.equal(base[n], after[n]) for n in base)
     assert any(not torch.equal(lora[n], after[n]) for n in lora)
     assert t.flat.split == sum(p.numel() for p in lora.values())
+
+
+def _steps(run_dir, tag):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)]
+
+
+@pytest.mark.parametrize("variant", [
+    {"kl_target": 1.0, "kl_horizon": 16},
+    {"hp3o": True, "hp3o_trajectories": 4, "outer_lr": 1.5, "outer_momentum": 0.5},
+    {"lora_r": 2},
+])
+def test_killed_run_resumes_exactly_like_an_uninterrupted_one(logdir, variant):
+    from pathlib import Path
+
+    kw = dict(iterations=5, checkpoint_every=2, **variant)
+    straight = trainer(logdir, run_name="straight", **kw)
+    ref = straight.train()
+    killed = trainer(logdir, run_name="killed", **kw)
+    real_update = killed.update
+
+    def dies_in_iteration_4() -> dict:
+        if killed.iteration == 3:
+            raise KeyboardInterrupt  # after the iteration-2 checkpoint and one more logged iteration
+        return real_update()
+
+    killed.update = dies_in_iteration_4
+    with pytest.raises(KeyboardInterrupt):
+        killed.train()
+    run_dir = Path(logdir) / "killed"
+    resumed = RLHFTrainer(RLHFConfig(resume=str(run_dir)), reward=good_rate, policy=tiny_lm.causal_lm(),
+                          tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    assert resumed.iteration == 2 and resumed.cfg.iterations == 5
+    out = resumed.train()
+    assert torch.equal(resumed.flat.data, straight.flat.data)  # bit-identical weights (and value head)
+    assert [h["charts/score"] for h in out.history] == [h["charts/score"] for h in ref.history]
+    assert resumed.kl.beta == straight.kl.beta
+    assert sorted(_steps(run_dir, "charts/score")) == [1, 2, 3, 4, 5]  # iteration 3 not duplicated, none lost
+
+
+def test_resume_of_a_missing_checkpoint_is_one_line(tmp_path):
+    from rlkit.checkpoint import CheckpointError
+
+    with pytest.raises(CheckpointError, match="no checkpoint found"):
+        RLHFTrainer(RLHFConfig(resume=str(tmp_path / "nothing")), reward=good_rate, policy=tiny_lm.causal_lm(),
+                    tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
