@@ -86,6 +86,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
     parser.add_argument("--kl-coef", type=float, default=0.05)
+    parser.add_argument("--kl-target", type=float, default=None,
+                        help="adaptive beta (Ziegler et al.): target KL per response in nats; default fixed beta")
+    parser.add_argument("--kl-horizon", type=int, default=10_000, help="adaptive beta horizon in responses")
     parser.add_argument("--samples-per-prompt", type=int, default=8)
     parser.add_argument("--pair-margin", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=1)
@@ -136,7 +139,8 @@ def main() -> None:
     # 4. PPO against the reward model; VADER is the held-out gold judge.
     cfg = RLHFConfig(policy=model_dir, num_envs=args.num_envs, max_new_tokens=args.max_new_tokens,
                      iterations=args.iterations, learning_rate=args.learning_rate, kl_coef=args.kl_coef,
-                     update_epochs=4, num_minibatches=2, seed=args.seed, logdir=args.logdir, torch_threads=args.threads,
+                     kl_target=args.kl_target, kl_horizon=args.kl_horizon, update_epochs=4, num_minibatches=2,
+                     seed=args.seed, logdir=args.logdir, torch_threads=args.threads,
                      run_name=f"ppo__s{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}", save_model=False)
     scorer = RewardModelScorer(backbone.eval().requires_grad_(False), tokenizer)
     trainer = RLHFTrainer(cfg, reward=scorer, tokenizer=tokenizer, prompts=prompts,
@@ -165,6 +169,7 @@ def main() -> None:
         "score_before": before["score"], "score_after": after["score"],
         "gold_before": before["gold"], "gold_after": after["gold"],
         "kl_final": hist[-1]["charts/kl"], "kl_max": max(h["charts/kl"] for h in hist),
+        "kl_coef_final": hist[-1]["charts/kl_coef"], "kl_target": args.kl_target,
         "seconds_pairs": t_pairs - t0, "seconds_reward_model": t_rm - t_pairs, "seconds_ppo": train_seconds,
         "seconds_total": time.time() - t0, "run_dir": result.run_dir,
         "samples_before": before["samples"], "samples_after": after["samples"],
@@ -175,10 +180,11 @@ def main() -> None:
                  f"Command: `python experiments/rlhf_sentiment.py {' '.join(sys.argv[1:])}`  ",
                  f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads\n",
                  "| updates | responses/update | wall time PPO (s) | RM score before → after | gold (VADER) before → after "
-                 "| KL final (max) | RM held-out acc. (before training) |", "|---|---|---|---|---|---|---|",
+                 "| KL final (max) | beta start → end | RM held-out acc. (before training) |", "|---|---|---|---|---|---|---|---|",
                  f"| {summary['updates']} | {args.num_envs} × {args.max_new_tokens} tokens | {train_seconds:.0f} | "
                  f"{before['score']:.3f} → {after['score']:.3f} | {before['gold']:.3f} → {after['gold']:.3f} | "
-                 f"{summary['kl_final']:.3f} ({summary['kl_max']:.3f}) | {rm_result.eval_accuracy:.2f} "
+                 f"{summary['kl_final']:.3f} ({summary['kl_max']:.3f}) | {args.kl_coef:.3f} → "
+                 f"{summary['kl_coef_final']:.3f}{'' if args.kl_target is None else f' (target {args.kl_target:g})'} | {rm_result.eval_accuracy:.2f} "
                  f"({rm_result.eval_accuracy_before:.2f}) on {rm_result.eval_pairs} pairs |", "",
                  "Samples before:"] + [f"- *{s['opening']}* → {s['response']!r}" for s in before["samples"]] + \
                 ["", "Samples after:"] + [f"- *{s['opening']}* → {s['response']!r}" for s in after["samples"]]
