@@ -89,6 +89,9 @@ class TrainConfig(VariantOptions):
     """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
     eval_episodes: int = 10
     """Episodes of deterministic evaluation at the end of training (0: skip, returns NaN)."""
+    eval_every: int = 0
+    """Also evaluate (eval_episodes deterministic episodes) every this many env steps during training,
+    logged as eval/return_mean (0: only at the end). Outside the timed span; training is unaffected."""
     device: str = "auto"
     """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
     torch_threads: int = 1
@@ -114,8 +117,9 @@ class TrainConfig(VariantOptions):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"{name} must be a finite non-negative number, got {value!r}")
-        if not isinstance(self.eval_episodes, int) or self.eval_episodes < 0:
-            raise ConfigError(f"eval_episodes must be >= 0, got {self.eval_episodes!r}")
+        for name in ("eval_episodes", "eval_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.learning_rate == 0:
             raise ConfigError("learning_rate must be > 0")
         if not 0 <= self.gamma <= 1 or not 0 <= self.gae_lambda <= 1:

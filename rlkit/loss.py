@@ -63,17 +63,23 @@ class _Objective(torch.autograd.Function):
         v_err = new_values - returns
         v_sq = v_err.square()
         if clip_vloss:
-            v_clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef)
-            v_sq_clipped = (v_clipped - returns).square()
+            delta = new_values - old_values
+            v_clipped_err = old_values + delta.clamp(-clip_coef, clip_coef) - returns
+            v_sq_clipped = v_clipped_err.square()
             v_loss = 0.5 * torch.max(v_sq, v_sq_clipped).mean()
+            # d/dV through whichever branch is the max; the clipped branch passes the gradient only
+            # inside the clip range. (Inside it, old + (V - old) may round above V: that branch then
+            # wins the max with the same slope up to rounding, so it must not be zeroed.)
+            ctx.v_slope = torch.where(v_sq >= v_sq_clipped, v_err,
+                                      v_clipped_err * (delta.abs() <= clip_coef))
         else:
-            v_sq_clipped = None
             v_loss = 0.5 * v_sq.mean()
+            ctx.v_slope = v_err
         loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
-        # d/dr: through the unclipped branch where it is the max (where both branches are equal
-        # and r is inside the clip range they have the same slope; outside it A = 0).
-        ctx.pg_slope = torch.where(unclipped >= clipped, unclipped, 0.0)  # -A r where the gradient flows
-        ctx.v_slope = v_err if v_sq_clipped is None else torch.where(v_sq >= v_sq_clipped, v_err, 0.0)
+        # d/dlog pi = r d/dr, through whichever surrogate branch is the max (the clipped one only
+        # inside the clip range, where both branches are equal).
+        in_range = (ratio >= 1 - clip_coef) & (ratio <= 1 + clip_coef)
+        ctx.pg_slope = torch.where(unclipped >= clipped, unclipped, unclipped * in_range)
         ctx.coefs = (ent_coef, vf_coef)
         ctx.mark_non_differentiable(pg_loss, v_loss, log_ratio)
         return loss, pg_loss, v_loss, log_ratio

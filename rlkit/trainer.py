@@ -45,6 +45,8 @@ class TrainResult:
     run_dir: str
     variant: str
     updates: int
+    eval_history: list[tuple[int, float, float]] = field(default_factory=list)
+    """``(env steps, return mean, return std)`` of every evaluation (``--eval-every``, and the final one)."""
     agent: Agent | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
@@ -118,6 +120,7 @@ class PPOTrainer:
         self.update_idx = 0
         self.global_step = 0
         self.train_seconds = 0.0
+        self.eval_history: list[tuple[int, float, float]] = []
         if cfg.resume:
             self.run_dir = Path(cfg.resume).resolve()
             while self.run_dir.name in ("checkpoints",) or (self.run_dir / "state.json").is_file():
@@ -242,6 +245,9 @@ class PPOTrainer:
                 stats["charts/learning_rate"] = lr
                 stats["charts/steps_per_second"] = cfg.batch_size / seconds
                 logger.scalars(stats, self.global_step)
+                if cfg.eval_every and cfg.eval_episodes and self.update_idx < cfg.num_updates and \
+                        self.global_step // cfg.eval_every > (self.global_step - cfg.batch_size) // cfg.eval_every:
+                    self._evaluate(logger)
                 bar.update(cfg.batch_size)
                 if self.episodes.recent:
                     bar.set_postfix(ret=f"{np.mean(self.episodes.recent):.1f}", refresh=False)
@@ -254,16 +260,21 @@ class PPOTrainer:
             bar.close()
             self.envs.close()
         sps = self.global_step / self.train_seconds if self.train_seconds else 0.0
-        self.agent.actor = self.model.snapshot()
-        evaluation = EvalResult([float("nan")], [0])
-        if cfg.eval_episodes:
-            evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + 10_000)
-            logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std}, self.global_step)
+        evaluation = self._evaluate(logger) if cfg.eval_episodes else EvalResult([float("nan")], [0])
         logger.close()
         result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, evaluation.mean, evaluation.std,
-                             str(self.run_dir), cfg.variant, self.update_idx, self.agent)
+                             str(self.run_dir), cfg.variant, self.update_idx, list(self.eval_history), self.agent)
         (self.run_dir / "result.json").write_text(json.dumps(result.to_json(), indent=1))
         return result
+
+    def _evaluate(self, logger: Logger) -> EvalResult:
+        """Deterministic evaluation of the current policy on its own env and seeds (the training
+        envs and random streams are untouched)."""
+        self.agent.actor = self.model.snapshot()
+        evaluation = self.agent.evaluate(self.cfg.env, self.cfg.eval_episodes, seed=self.cfg.seed + 10_000)
+        logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std}, self.global_step)
+        self.eval_history.append((self.global_step, evaluation.mean, evaluation.std))
+        return evaluation
 
     def _episode_stats(self) -> dict[str, float]:
         finished = self.episodes.pop()
@@ -287,7 +298,8 @@ class PPOTrainer:
         state = {"config": self.cfg.to_dict(), "update": self.update_idx, "global_step": self.global_step,
                  "train_seconds": self.train_seconds, "obs_norm": self.obs_norm.state_dict(),
                  "rew_scaler": self.rew_scaler.state_dict(), "rng_numpy": self.rng.bit_generator.state,
-                 "recent_returns": list(self.episodes.recent), "hp3o_buffer": hp3o_meta}
+                 "recent_returns": list(self.episodes.recent), "hp3o_buffer": hp3o_meta,
+                 "eval_history": self.eval_history}
         return save_checkpoint(self.run_dir, f"update-{self.update_idx:07d}", tensors, state)
 
     def _load_state(self, tensors: dict[str, torch.Tensor], state: dict) -> None:
@@ -309,6 +321,7 @@ class PPOTrainer:
         self.update_idx, self.global_step = int(state["update"]), int(state["global_step"])
         self.train_seconds = float(state["train_seconds"])
         self.episodes.recent.extend(state["recent_returns"])
+        self.eval_history = [tuple(e) for e in state.get("eval_history", [])]
 
 
 def train(cfg: TrainConfig) -> TrainResult:

@@ -45,7 +45,7 @@ def test_ppo_loss_components():
     assert float(out.pg_loss) == pytest.approx(float(-mb.advantages.mean()))
     assert float(out.v_loss) == pytest.approx(float(0.5 * (new_values - mb.returns).square().mean()))
     assert float(out.entropy) == pytest.approx(float(torch.log(torch.tensor(4.0))))
-    assert float(out.loss) == pytest.approx(float(out.pg_loss - 0.1 * out.entropy + 0.5 * out.v_loss))
+    assert float(out.loss.detach()) == pytest.approx(float(out.pg_loss - 0.1 * out.entropy + 0.5 * out.v_loss))
 
 
 def test_value_clipping_takes_the_pessimistic_branch():
@@ -94,10 +94,13 @@ def _reference_loss(head, params, new_values, mb, clip_coef, clip_vloss, ent_coe
     return pg - ent_coef * head.entropy(params).mean() + vf_coef * v
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("discrete", [True, False])
 @pytest.mark.parametrize("clip_vloss", [True, False])
 @pytest.mark.parametrize("norm_adv", [True, False])
-def test_ppo_loss_gradient_matches_autograd_reference(discrete, clip_vloss, norm_adv):
+def test_ppo_loss_gradient_matches_autograd_reference(dtype, discrete, clip_vloss, norm_adv):
+    """float32 with values of a realistic scale matters: there ``old + (V - old)`` rounds away from
+    ``V`` inside the clip range, and the clipped value branch must keep its gradient."""
     import gymnasium as gym
 
     from rlkit import make_head
@@ -108,15 +111,20 @@ def test_ppo_loss_gradient_matches_autograd_reference(discrete, clip_vloss, norm
     if not discrete:
         with torch.no_grad():
             head.log_std.copy_(torch.randn(3, generator=g) * 0.3)
-    params = (torch.randn(n, head.out_dim, generator=g) * 0.5).double()
-    actions = (torch.randint(0, 5, (n,), generator=g) if discrete else torch.randn(n, 3, generator=g).double())
-    head = head.double()
+    params = (torch.randn(n, head.out_dim, generator=g) * 0.5).to(dtype)
+    actions = (torch.randint(0, 5, (n,), generator=g) if discrete else torch.randn(n, 3, generator=g).to(dtype))
+    head = head.to(dtype)
     with torch.no_grad():  # behaviour log-probs spread so ratios fall on both sides of the clip range
-        old = head.log_prob(params, actions) + torch.randn(n, generator=g).double() * 0.4
-    values = torch.randn(n, generator=g).double()
-    mb = Batch(torch.zeros(n, 1), actions, old, torch.randn(n, generator=g).double(),
-               torch.randn(n, generator=g).double(), values)
-    new_values = values + torch.randn(n, generator=g).double() * 0.5  # some beyond the value clip range
+        old = head.log_prob(params, actions) + torch.randn(n, generator=g).to(dtype) * 0.4
+    # Large values, and values near 0 where V - old is inexact (V and old not within a factor of 2).
+    values = (torch.randn(n, generator=g) * torch.linspace(30, 0.05, n)).to(dtype)
+    mb = Batch(torch.zeros(n, 1), actions, old, torch.randn(n, generator=g).to(dtype),
+               values + (torch.randn(n, generator=g) * 3).to(dtype), values)
+    new_values = values + (torch.randn(n, generator=g) * 0.15).to(dtype)  # some beyond the value clip range
+    # Old values ~0.1 and new ones ~0: inside the clip range, yet ``old + (V - old)`` rounds away from V
+    # in float32, so the clipped value branch can win the max by a rounding error; it keeps its slope.
+    values[:32] = (0.05 + 0.1 * torch.rand(32, generator=g)).to(dtype)
+    new_values[:32] = ((torch.rand(32, generator=g) - 0.5) * 2e-3).to(dtype)
     kw = dict(clip_coef=EPS, clip_vloss=clip_vloss, ent_coef=0.05, vf_coef=0.7, norm_adv=norm_adv)
     grads = []
     for fn in (lambda p, v: ppo_loss(head, p, v, mb, **kw).loss, lambda p, v: _reference_loss(head, p, v, mb, **kw)):
@@ -128,5 +136,9 @@ def test_ppo_loss_gradient_matches_autograd_reference(discrete, clip_vloss, norm
         grads.append([loss.detach(), p.grad, v.grad, *extra])
     ratio = (head.log_prob(params, actions) - old).exp()
     assert ((ratio - 1).abs() > EPS).float().mean() > 0.2  # the clipped cases are exercised
+    assert ((new_values - values).abs() > EPS).float().mean() > 0.1
+    if dtype == torch.float32:
+        assert (values + (new_values - values).clamp(-EPS, EPS) != new_values).any()
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
     for ours, ref in zip(*grads):
-        torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(ours, ref, **tol)

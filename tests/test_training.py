@@ -46,6 +46,17 @@ def test_same_seed_is_bit_identical_and_other_seed_differs(logdir):
     assert a.eval_return_mean == b.eval_return_mean
 
 
+def test_periodic_evaluation_is_logged_and_leaves_training_unchanged(logdir):
+    plain = rlkit.train(small(logdir, run_name="plain", total_steps=6 * 512))
+    evald = rlkit.train(small(logdir, run_name="evald", total_steps=6 * 512, eval_every=1024))
+    assert [step for step, _, _ in evald.eval_history] == [1024, 2048, 3072]  # every 1024 steps, then the final one
+    assert [step for step, _, _ in plain.eval_history] == [3072]
+    assert evald.eval_history[-1][1] == evald.eval_return_mean
+    wa, wb = (load_file(str(resolve_checkpoint(r.run_dir) / "tensors.safetensors")) for r in (plain, evald))
+    assert all((wa[k] == wb[k]).all() for k in wa if k.startswith("model."))
+    assert plain.eval_return_mean == evald.eval_return_mean
+
+
 def test_checkpoint_round_trip_keeps_normalization(logdir, capsys):
     cfg = small(logdir, env="Pendulum-v1", norm_obs=True, norm_reward=True, num_envs=2, num_steps=256,
                 total_steps=2048, run_name="pend")
