@@ -260,6 +260,7 @@ class PPOTrainer:
             bar.close()
             self.envs.close()
         sps = self.global_step / self.train_seconds if self.train_seconds else 0.0
+        self.agent.actor = self.model.snapshot()  # the returned agent acts with the trained weights
         evaluation = self._evaluate(logger) if cfg.eval_episodes else EvalResult([float("nan")], [0])
         logger.close()
         result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, evaluation.mean, evaluation.std,

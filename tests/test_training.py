@@ -1,6 +1,7 @@
 """End-to-end training checks: learning on toy envs, determinism, resume, checkpoints."""
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -55,6 +56,13 @@ def test_periodic_evaluation_is_logged_and_leaves_training_unchanged(logdir):
     wa, wb = (load_file(str(resolve_checkpoint(r.run_dir) / "tensors.safetensors")) for r in (plain, evald))
     assert all((wa[k] == wb[k]).all() for k in wa if k.startswith("model."))
     assert plain.eval_return_mean == evald.eval_return_mean
+
+
+def test_returned_agent_acts_with_the_trained_weights_without_final_evaluation(logdir):
+    evaluated = rlkit.train(small(logdir, run_name="with", eval_episodes=3))
+    silent = rlkit.train(small(logdir, run_name="without", eval_episodes=0))
+    assert math.isnan(silent.eval_return_mean)
+    assert silent.agent.evaluate("CartPole-v1", 3, seed=1 + 10_000).mean == evaluated.eval_return_mean
 
 
 def test_checkpoint_round_trip_keeps_normalization(logdir, capsys):
