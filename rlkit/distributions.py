@@ -50,6 +50,11 @@ class CategoricalHead(nn.Module):
         logp = torch.log_softmax(logits, dim=-1)
         return -(logp.exp() * logp).sum(-1)
 
+    def log_prob_entropy(self, logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log_prob`` and ``entropy`` together, from one log-softmax (the PPO loss needs both)."""
+        logp = torch.log_softmax(logits, dim=-1)
+        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), -(logp.exp() * logp).sum(-1)
+
     def mode(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.argmax(-1)
 
@@ -87,6 +92,10 @@ class DiagGaussianHead(nn.Module):
     def entropy(self, mean: torch.Tensor) -> torch.Tensor:
         per_dim = self.log_std.sum() + self.action_dim * (0.5 + _LOG_SQRT_2PI)
         return per_dim.expand(mean.shape[0])
+
+    def log_prob_entropy(self, mean: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log_prob`` and ``entropy`` together (the PPO loss needs both)."""
+        return self.log_prob(mean, actions), self.entropy(mean)
 
     def mode(self, mean: torch.Tensor) -> torch.Tensor:
         return mean

@@ -24,54 +24,58 @@ _tanh_backward = torch.ops.aten.tanh_backward
 
 
 class Layer(NamedTuple):
-    weight: nn.Parameter
+    weight: torch.Tensor
     """``[out, in]``, a view into the flat parameter vector."""
-    bias: nn.Parameter
-    weight_slice: slice
-    """Where the weight's gradient lives in the flat gradient."""
-    bias_slice: slice
-
-
-def _tanh_(h: torch.Tensor) -> torch.Tensor:
-    if h.device.type == "cpu" and h.dtype == torch.float32:
-        a = h.numpy()
-        np.tanh(a, out=a)
-        return h
-    return h.tanh_()
-
-
-def _run(layers: list[Layer], x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-    """Forward through tanh hidden layers; returns the output and the layer inputs."""
-    inputs = [x]
-    h = x
-    for i, layer in enumerate(layers):
-        h = torch.addmm(layer.bias, h, layer.weight.t())
-        if i < len(layers) - 1:
-            h = _tanh_(h)
-            inputs.append(h)
-    return h, inputs
+    weight_t: torch.Tensor
+    """``[in, out]`` its transposed view."""
+    bias: torch.Tensor
+    grad_weight: torch.Tensor
+    """``[out, in]`` view of the plan's flat gradient buffer where this weight's gradient goes."""
+    grad_bias: torch.Tensor
 
 
 class FusedActorCritic:
     """Plan for running ``actor`` and ``critic`` (``nn.Sequential`` of Linear/Tanh) as one node.
 
     ``flat_param`` is the :class:`~rlkit.optim.FlatParameters` vector the modules' parameters are
-    views of; ``slices`` maps each parameter (by identity) to its range in it.
+    views of; ``slices`` maps each parameter (by identity) to its range in it. Weight views and
+    gradient views are made once here (per-call view creation was a measurable share of a step).
     """
 
     def __init__(self, actor: nn.Sequential, critic: nn.Sequential, flat_param: nn.Parameter,
                  slices: dict[int, slice]) -> None:
+        # One gradient buffer with fixed views, written by every backward and handed to autograd as a
+        # copy (two calls in one graph must not share it). Entries no layer writes (a log-std) stay zero.
+        self.grad = torch.zeros_like(flat_param.data)
+
         def layers(seq: nn.Sequential) -> list[Layer]:
             out = []
             for m in seq:
                 if isinstance(m, nn.Linear):
-                    out.append(Layer(m.weight, m.bias, slices[id(m.weight)], slices[id(m.bias)]))
+                    gw = self.grad[slices[id(m.weight)]].view(m.weight.shape)
+                    weight = m.weight.detach()
+                    out.append(Layer(weight, weight.t(), m.bias.detach(), gw, self.grad[slices[id(m.bias)]]))
                 elif not isinstance(m, nn.Tanh):
                     raise TypeError(f"FusedActorCritic supports Linear and Tanh layers, got {type(m).__name__}")
             return out
 
         self.actor, self.critic = layers(actor), layers(critic)
         self.flat_param = flat_param
+        self.numpy_tanh = flat_param.device.type == "cpu" and flat_param.dtype == torch.float32
+
+    def run(self, layers: list[Layer], x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Forward through tanh hidden layers; returns the output and each layer's input."""
+        inputs = [x]
+        for layer in layers[:-1]:
+            x = torch.addmm(layer.bias, x, layer.weight_t)
+            if self.numpy_tanh:  # in place, through numpy (see the module docstring)
+                a = x.numpy()
+                np.tanh(a, out=a)
+            else:
+                x.tanh_()
+            inputs.append(x)
+        last = layers[-1]
+        return torch.addmm(last.bias, x, last.weight_t), inputs
 
     def __call__(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs [B, obs_dim]`` -> (actor output ``[B, out_dim]``, values ``[B]``)."""
@@ -81,24 +85,20 @@ class FusedActorCritic:
 class _ActorCriticFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, obs: torch.Tensor, flat_param: torch.Tensor, plan: FusedActorCritic):
-        params, actor_inputs = _run(plan.actor, obs)
-        values, critic_inputs = _run(plan.critic, obs)
+        params, actor_inputs = plan.run(plan.actor, obs)
+        values, critic_inputs = plan.run(plan.critic, obs)
         ctx.plan, ctx.inputs = plan, (actor_inputs, critic_inputs)
-        ctx.shape = (flat_param.numel(), flat_param.dtype, flat_param.device)
         return params, values[:, 0]
 
     @staticmethod
     def backward(ctx, g_params: torch.Tensor, g_values: torch.Tensor):
-        numel, dtype, device = ctx.shape
-        # Zeros where no layer writes (a Gaussian head's log-std gets its gradient through the head).
-        grad = torch.zeros(numel, dtype=dtype, device=device)
         plan = ctx.plan
         for layers, inputs, g in ((plan.actor, ctx.inputs[0], g_params), (plan.critic, ctx.inputs[1], g_values[:, None])):
             for i in range(len(layers) - 1, -1, -1):
                 layer = layers[i]
-                torch.mm(g.t(), inputs[i], out=grad[layer.weight_slice].view(layer.weight.shape))
-                torch.sum(g, 0, out=grad[layer.bias_slice])
+                torch.mm(g.t(), inputs[i], out=layer.grad_weight)
+                torch.sum(g, 0, out=layer.grad_bias)
                 if i:
-                    g = _tanh_backward(g.mm(layer.weight), inputs[i])
+                    g = _tanh_backward(torch.mm(g, layer.weight), inputs[i])
         ctx.inputs = None
-        return None, grad, None
+        return None, plan.grad.clone(), None

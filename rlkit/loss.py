@@ -56,8 +56,9 @@ class _Objective(torch.autograd.Function):
         log_ratio = new_log_probs - old_log_probs
         ratio = log_ratio.exp()
         # Clipped surrogate: mean(max(-A r, -A clip(r, 1 - eps, 1 + eps))).
-        unclipped = -advantages * ratio
-        clipped = -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)
+        neg_adv = -advantages
+        unclipped = neg_adv * ratio
+        clipped = neg_adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)
         pg_loss = torch.max(unclipped, clipped).mean()
         # Value loss, optionally the pessimistic max with a value clipped around the old one.
         v_err = new_values - returns
@@ -75,11 +76,11 @@ class _Objective(torch.autograd.Function):
         else:
             v_loss = 0.5 * v_sq.mean()
             ctx.v_slope = v_err
-        loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
-        # d/dlog pi = r d/dr, through whichever surrogate branch is the max (the clipped one only
-        # inside the clip range, where both branches are equal).
-        in_range = (ratio >= 1 - clip_coef) & (ratio <= 1 + clip_coef)
-        ctx.pg_slope = torch.where(unclipped >= clipped, unclipped, unclipped * in_range)
+        loss = torch.add(pg_loss, v_loss, alpha=vf_coef).sub_(entropy, alpha=ent_coef)
+        # d/dlog pi = r d/dr = -A r through the unclipped branch where it is the max. The clipped
+        # branch passes a gradient only inside the clip range, where clamp returns r exactly, the
+        # branches are equal and the unclipped one counts as the max.
+        ctx.pg_slope = unclipped * (unclipped >= clipped)
         ctx.coefs = (ent_coef, vf_coef)
         ctx.mark_non_differentiable(pg_loss, v_loss, log_ratio)
         return loss, pg_loss, v_loss, log_ratio
@@ -101,11 +102,12 @@ def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tens
     ``dist_params [B, out_dim]`` and ``new_values [B]`` come from the policy being trained.
     ``loss = pg_loss - ent_coef * entropy + vf_coef * v_loss`` (see :class:`_Objective`).
     """
-    new_log_probs = head.log_prob(dist_params, mb.actions)
-    entropy = head.entropy(dist_params).mean()
+    new_log_probs, entropy = head.log_prob_entropy(dist_params, mb.actions)
+    entropy = entropy.mean()
     advantages = mb.advantages
     if norm_adv:  # per minibatch (PPO implementation detail)
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        std, mean = torch.std_mean(advantages)
+        advantages = (advantages - mean) / (std + 1e-8)
     loss, pg_loss, v_loss, log_ratio = _Objective.apply(
         new_log_probs, entropy, new_values, mb.log_probs, advantages, mb.returns, mb.values,
         clip_coef, clip_vloss, ent_coef, vf_coef)

@@ -59,34 +59,49 @@ class FlatParameters:
         return norm
 
 
-class FlatAdam(torch.optim.Adam):
-    """``torch.optim.Adam(fused=True)`` over the single flat parameter, stepped by calling its
-    fused kernel directly.
+class FlatAdam:
+    """Adam (eps 1e-5 in rlkit) over the single flat parameter, stepped by calling torch's fused
+    Adam kernel directly.
 
-    The generic ``Optimizer.step`` machinery costs ~60 us of Python per call on CPU around a
-    ~7 us kernel (profiled, issue #2); with one parameter there is nothing for it to group.
-    State, ``state_dict`` and ``param_groups`` are Adam's own; the first step (which builds the
-    state) and any configuration this fast path does not cover go through ``Adam.step``.
-    Bit-identical to ``Adam.step`` (tested).
+    ``torch.optim.Optimizer.step`` wraps every call in profiling hooks and generic grouping code:
+    ~60 us of Python per step on CPU around a ~7 us kernel (profiled, issue #2); with one
+    parameter there is nothing to group. The state lives in a real ``torch.optim.Adam``
+    (``fused=True``), so ``state``, ``param_groups`` and ``state_dict`` are Adam's own, and the
+    first step (which builds the state) goes through it. Bit-identical to ``Adam.step`` (tested).
     """
 
-    def step(self, closure=None):  # type: ignore[override]
-        group = self.param_groups[0]
-        param = group["params"][0]
-        state = self.state.get(param)
-        if (closure is not None or not state or len(self.param_groups) > 1 or len(group["params"]) > 1
-                or param.grad is None or not group["fused"] or group["amsgrad"] or group["maximize"]
-                or group.get("decoupled_weight_decay", False) or isinstance(group["lr"], torch.Tensor)):
-            return super().step(closure)
+    def __init__(self, param: torch.nn.Parameter, lr: float, eps: float = 1e-5) -> None:
+        self.adam = torch.optim.Adam([param], lr=lr, eps=eps, fused=param.device.type in ("cpu", "cuda"))
+        self.param = param
+
+    @property
+    def param_groups(self) -> list[dict]:
+        return self.adam.param_groups
+
+    @property
+    def state(self) -> dict:
+        return self.adam.state
+
+    def state_dict(self) -> dict:
+        return self.adam.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.adam.load_state_dict(state)
+
+    def step(self) -> None:
+        group, param = self.adam.param_groups[0], self.param
+        state = self.adam.state.get(param)
+        if not state or param.grad is None or not group["fused"] or isinstance(group["lr"], torch.Tensor):
+            self.adam.step()
+            return
         beta1, beta2 = group["betas"]
         state["step"].add_(1)
         torch._fused_adam_([param], [param.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [], [state["step"]],
-                           amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
-                           weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
+                           amsgrad=group["amsgrad"], lr=group["lr"], beta1=beta1, beta2=beta2,
+                           weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
                            grad_scale=None, found_inf=None)
-        return None
 
 
-def make_adam(flat: FlatParameters, lr: float) -> torch.optim.Adam:
+def make_adam(flat: FlatParameters, lr: float) -> FlatAdam:
     """Adam with eps 1e-5 (PPO implementation detail) over the single flat parameter."""
-    return FlatAdam([flat.param], lr=lr, eps=1e-5, fused=True)
+    return FlatAdam(flat.param, lr=lr, eps=1e-5)

@@ -17,7 +17,7 @@ from rlkit.buffer import Batch
 from rlkit.distributions import PolicyHead
 from rlkit.envs import NonFiniteError
 from rlkit.loss import ppo_loss, ratio_stats
-from rlkit.optim import FlatParameters
+from rlkit.optim import FlatAdam, FlatParameters
 
 MB = TypeVar("MB")
 
@@ -35,7 +35,7 @@ class PPOHyperparameters(Protocol):
 
 def ppo_epochs(epoch_minibatches: Callable[[], Iterable[MB]],
                forward: Callable[[MB], tuple[torch.Tensor, torch.Tensor, Batch]], head: PolicyHead,
-               flat: FlatParameters, optimizer: torch.optim.Optimizer, hp: PPOHyperparameters,
+               flat: FlatParameters, optimizer: FlatAdam, hp: PPOHyperparameters,
                update_number: int) -> dict[str, float]:
     """Run the epochs; returns mean ``losses/`` statistics (approx_kl and clipfrac of the last epoch)."""
     losses: list[torch.Tensor] = []

@@ -96,3 +96,14 @@ def test_orthogonal_init_gains():
     assert float(torch.linalg.matrix_norm(w_pi, ord=2)) == pytest.approx(0.01, rel=1e-3)
     assert float(torch.linalg.matrix_norm(w_v, ord=2)) == pytest.approx(1.0, rel=1e-3)
     assert all(float(m.bias.abs().max()) == 0 for m in model.actor if isinstance(m, torch.nn.Linear))
+
+
+@pytest.mark.parametrize("head,params", [
+    (CategoricalHead(4), torch.randn(16, 4)),
+    (DiagGaussianHead(2, -np.ones(2), np.ones(2)), torch.randn(16, 2)),
+])
+def test_log_prob_entropy_equals_the_separate_calls(head, params):
+    actions = head.sample(params, torch.Generator().manual_seed(1))
+    log_prob, entropy = head.log_prob_entropy(params, actions)
+    assert torch.equal(log_prob, head.log_prob(params, actions))
+    assert torch.equal(entropy, head.entropy(params))
