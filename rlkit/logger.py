@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Mapping
 
+from tensorboard.compat.proto.summary_pb2 import Summary
 from torch.utils.tensorboard import SummaryWriter
 from torch.utils.tensorboard.summary import hparams as hparams_summary
 
@@ -29,8 +30,10 @@ class Logger:
         self.writer = SummaryWriter(run_dir, purge_step=purge_step, flush_secs=30)
 
     def scalars(self, values: Mapping[str, float], step: int) -> None:
-        for tag, value in values.items():
-            self.writer.add_scalar(tag, float(value), step)
+        """All of one step's scalars as one event (one ``add_scalar`` per tag cost ~1 ms per update
+        on CartPole, ~3% of the run: profiled, issue #2); read back like ``add_scalar``'s."""
+        summary = Summary(value=[Summary.Value(tag=tag, simple_value=float(value)) for tag, value in values.items()])
+        self.writer._get_file_writer().add_summary(summary, step)
 
     def hparams(self, params: Mapping[str, object], metric_tags: list[str]) -> None:
         """The run's hyperparameters as a markdown table and in the hparams plugin."""
