@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
+from rlkit.variants import ConfigError
+
 LATEST = "latest.json"
 
 
@@ -44,6 +46,24 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
         if stale != final:
             shutil.rmtree(stale, ignore_errors=True)
     return final
+
+
+def new_run_dir(logdir: str | Path, name: str) -> Path:
+    """Create ``logdir/name`` for a new run; refuse one that already has checkpoints (nothing is overwritten)."""
+    run_dir = Path(logdir) / name
+    if (run_dir / "checkpoints").exists():
+        raise ConfigError(f"run directory {str(run_dir)!r} already has checkpoints; "
+                          "pass --resume it or choose another --run-name")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def run_dir_of(path: str | Path) -> Path:
+    """``RUN_DIR`` from a run directory, its ``checkpoints`` folder or one checkpoint folder."""
+    run_dir = Path(path).resolve()
+    while run_dir.name == "checkpoints" or (run_dir / "state.json").is_file():
+        run_dir = run_dir.parent
+    return run_dir
 
 
 def resolve_checkpoint(path: str | Path) -> Path:

@@ -28,7 +28,8 @@ from rlkit.lm import AdaptiveKL, LMActorCritic, kl_penalty, token_log_probs
 from rlkit.logger import Logger
 from rlkit.optim import FlatParameters, make_adam
 from rlkit.outer import OuterStep
-from rlkit.rlhf_checkpoint import config_from_checkpoint, load_rlhf, run_dir_of, save_rlhf
+from rlkit.checkpoint import new_run_dir, run_dir_of
+from rlkit.rlhf_checkpoint import config_from_checkpoint, load_rlhf, save_rlhf
 from rlkit.rlhf_config import ConfigError, RLHFConfig
 from rlkit.token_grid import (SequenceMinibatch, TokenGrid, grid_from_records, left_pad, records_from_grid,
                               sequence_minibatches)
@@ -132,11 +133,7 @@ class RLHFTrainer:
             self.history, self.tokens, self.seconds = load_rlhf(self, *resumed)
         else:
             name = cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-            self.run_dir = Path(cfg.logdir) / name
-            if (self.run_dir / "checkpoints").exists():
-                raise ConfigError(f"run directory {str(self.run_dir)!r} already has checkpoints; "
-                                  "pass --resume it or choose another --run-name")
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.run_dir = new_run_dir(cfg.logdir, name)
 
     # ----------------------------------------------------------------------------- rollout
     @torch.no_grad()

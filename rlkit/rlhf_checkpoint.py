@@ -39,14 +39,6 @@ def config_from_checkpoint(path: str) -> tuple[RLHFConfig, dict[str, torch.Tenso
     return RLHFConfig(**{**data, "resume": path}), tensors, state
 
 
-def run_dir_of(path: str) -> Path:
-    """``RUN_DIR`` from a run directory, its ``checkpoints`` folder or one checkpoint."""
-    run_dir = Path(path).resolve()
-    while run_dir.name == "checkpoints" or (run_dir / "state.json").is_file():
-        run_dir = run_dir.parent
-    return run_dir
-
-
 def save_rlhf(trainer: "RLHFTrainer", history: list[dict[str, float]], tokens: float, seconds: float) -> Path:
     tensors: dict[str, torch.Tensor] = {"flat": trainer.flat.data}
     opt_state = trainer.optimizer.state.get(trainer.flat.param, {})

@@ -21,8 +21,8 @@ from tqdm import tqdm
 
 from rlkit.agent import Agent, EvalResult, torch_device
 from rlkit.buffer import Batch, FullBatch, RolloutBuffer, iterate_minibatches
-from rlkit.checkpoint import load_checkpoint, save_checkpoint
-from rlkit.config import ConfigError, TrainConfig
+from rlkit.checkpoint import load_checkpoint, new_run_dir, run_dir_of, save_checkpoint
+from rlkit.config import TrainConfig
 from rlkit.envs import NonFiniteError, make_vec_env, reset_envs, step_envs
 from rlkit.hp3o import HP3O, HybridBatches
 from rlkit.logger import Logger
@@ -122,17 +122,11 @@ class PPOTrainer:
         self.train_seconds = 0.0
         self.eval_history: list[tuple[int, float, float]] = []
         if cfg.resume:
-            self.run_dir = Path(cfg.resume).resolve()
-            while self.run_dir.name in ("checkpoints",) or (self.run_dir / "state.json").is_file():
-                self.run_dir = self.run_dir.parent
+            self.run_dir = run_dir_of(cfg.resume)
             self._load_state(tensors, state)
         else:
             name = cfg.run_name or f"{cfg.env}__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
-            self.run_dir = Path(cfg.logdir) / name
-            if (self.run_dir / "checkpoints").exists():
-                raise ConfigError(f"run directory {str(self.run_dir)!r} already has checkpoints; "
-                                  "pass --resume it or choose another --run-name")
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+            self.run_dir = new_run_dir(cfg.logdir, name)
         self.actor = self.model.snapshot()
         self._start_episodes()
 
