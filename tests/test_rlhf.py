@@ -249,3 +249,33 @@ def test_resume_of_a_missing_checkpoint_is_one_line(tmp_path):
     with pytest.raises(CheckpointError, match="no checkpoint found"):
         RLHFTrainer(RLHFConfig(resume=str(tmp_path / "nothing")), reward=good_rate, policy=tiny_lm.causal_lm(),
                     tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+
+
+def test_cli_rlhf_run_checkpoints_and_resumes_from_saved_models(tmp_path, capsys):
+    import json
+
+    from rlkit.cli import main
+
+    policy_dir, rm_dir = tmp_path / "policy", tmp_path / "rm"
+    tok = tiny_lm.tokenizer()
+    tiny_lm.causal_lm().save_pretrained(policy_dir)
+    tok.save_pretrained(policy_dir)
+    rm = tiny_lm.reward_model()
+    rm.config.pad_token_id = tok.pad_token_id
+    rm.save_pretrained(rm_dir)
+    tok.save_pretrained(rm_dir)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("\n".join(PROMPTS) + "\n")
+    args = ["rlhf", "--policy", str(policy_dir), "--reward-model", str(rm_dir), "--prompts", str(prompts),
+            "--iterations", "2", "--num-envs", "4", "--max-new-tokens", "3", "--checkpoint-every", "1",
+            "--logdir", str(tmp_path / "runs"), "--run-name", "r", "--torch-threads", "1", "--no-save-model"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert first["iterations"] == 2
+    ckpts = sorted(p.name for p in (tmp_path / "runs" / "r" / "checkpoints").iterdir() if p.is_dir())
+    assert ckpts == ["iteration-000001", "iteration-000002"]
+    assert main(["rlhf", "--resume", str(tmp_path / "runs" / "r")]) == 0  # models and prompts come from the checkpoint
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["iterations"] == 2 and again["score_last"] == first["score_last"]  # nothing left to run, history kept
+    assert main(args) == 2  # the same run name again: refused, nothing overwritten
+    assert "already has checkpoints" in capsys.readouterr().err
