@@ -51,15 +51,40 @@ class CategoricalHead(nn.Module):
         return -(logp.exp() * logp).sum(-1)
 
     def log_prob_entropy(self, logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``log_prob`` and ``entropy`` together, from one log-softmax (the PPO loss needs both)."""
-        logp = torch.log_softmax(logits, dim=-1)
-        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), -(logp.exp() * logp).sum(-1)
+        """``log_prob`` and ``entropy`` together (the PPO loss needs both), as one autograd node."""
+        return _CategoricalLogProbEntropy.apply(logits, actions.long())
 
     def mode(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.argmax(-1)
 
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         return actions + self.start if self.start else actions
+
+
+class _CategoricalLogProbEntropy(torch.autograd.Function):
+    """``log_softmax(z)[a]`` and ``H = -sum(p log p)`` from one log-softmax, with the gradient
+    written out: ``d log p_a / dz = onehot(a) - p`` and ``dH/dz = -p (log p + H)``.
+
+    One node instead of ~8 (fewer per-op costs on small CPU batches, issue #2) that keeps only
+    the log-probabilities for backward (one ``[B, V]`` tensor for a language model's vocabulary
+    instead of three). Tested against autograd on ``log_prob`` and ``entropy``.
+    """
+
+    @staticmethod
+    def forward(ctx, logits: torch.Tensor, actions: torch.Tensor):
+        logp = torch.log_softmax(logits, dim=-1)
+        entropy = -(logp.exp() * logp).sum(-1)
+        ctx.save_for_backward(logp, actions, entropy)
+        return logp.gather(-1, actions[:, None])[:, 0], entropy
+
+    @staticmethod
+    def backward(ctx, g_log_prob: torch.Tensor, g_entropy: torch.Tensor):
+        logp, actions, entropy = ctx.saved_tensors
+        p = logp.exp()
+        # -g_H p (log p + H) - g_lp p, then + g_lp at the taken action
+        grad = (logp + entropy[:, None]).mul_(g_entropy[:, None]).add_(g_log_prob[:, None]).mul_(p).neg_()
+        grad.scatter_add_(-1, actions[:, None], g_log_prob[:, None])
+        return grad, None
 
 
 class DiagGaussianHead(nn.Module):
