@@ -161,3 +161,23 @@ def test_fused_actor_critic_matches_module_autograd(discrete, dtype, hidden):
     for plain, fused in zip(*results):
         torch.testing.assert_close(fused, plain, **tol)
     assert (results[1][2] != 0).float().mean() > 0.9  # the comparison covers real gradients
+
+
+def test_episode_accounting_over_rollouts_matches_a_step_by_step_count():
+    from rlkit.trainer import Episodes
+
+    gen = np.random.default_rng(0)
+    eps = Episodes(3)
+    ret, length, expected = np.zeros(3), np.zeros(3, int), []
+    for _ in range(4):  # episodes span rollout boundaries
+        rewards = gen.integers(0, 5, (20, 3)).astype(np.float32)
+        dones = gen.random((20, 3)) < 0.15
+        for t in range(20):
+            ret += rewards[t]
+            length += 1
+            for i in np.flatnonzero(dones[t]):
+                expected.append((float(ret[i]), int(length[i])))
+                ret[i], length[i] = 0.0, 0
+        eps.rollout(rewards, dones)
+    assert eps.pop() == expected and len(expected) > 10
+    assert list(eps.recent) == [r for r, _ in expected]

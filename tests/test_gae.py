@@ -50,7 +50,7 @@ def test_termination_never_bootstraps_even_with_large_next_value():
 
 
 @pytest.mark.parametrize("gamma,lam", list(itertools.product([0.0, 0.5, 0.99, 1.0], [0.0, 0.9, 1.0])))
-@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (64, 8)])
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (64, 8), (2048, 1), (33, 17), (16, 64)])
 def test_matches_plain_loop_over_grid(gamma, lam, shape):
     gen = np.random.default_rng(hash((gamma, lam, shape)) % 2**32)
     r, v, nv = (gen.normal(size=shape).astype(np.float32) for _ in range(3))
