@@ -81,14 +81,14 @@ def extreme_pairs(prompts: list[str], continuations: list[list[str]], judge, mar
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--num-envs", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=24)
     parser.add_argument("--learning-rate", type=float, default=2e-5)
-    parser.add_argument("--kl-coef", type=float, default=0.05)
-    parser.add_argument("--kl-target", type=float, default=None,
-                        help="adaptive beta (Ziegler et al.): target KL per response in nats; default fixed beta")
-    parser.add_argument("--kl-horizon", type=int, default=10_000, help="adaptive beta horizon in responses")
+    parser.add_argument("--kl-coef", type=float, default=0.1, help="initial beta")
+    parser.add_argument("--kl-target", type=float, default=4.0,
+                        help="adaptive beta (Ziegler et al.): target KL per response in nats; 0 keeps beta fixed")
+    parser.add_argument("--kl-horizon", type=int, default=32, help="adaptive beta horizon in responses")
     parser.add_argument("--samples-per-prompt", type=int, default=8)
     parser.add_argument("--pair-margin", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=1)
@@ -96,6 +96,7 @@ def main() -> None:
     parser.add_argument("--logdir", default="runs/rlhf_sentiment")
     parser.add_argument("--write", default="", help="append the summary to this markdown file")
     args = parser.parse_args()
+    args.kl_target = args.kl_target or None
     torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
