@@ -3,7 +3,7 @@ rollout loop, flattened into a :class:`Batch` for the update."""
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 import torch
@@ -50,8 +50,10 @@ class RolloutBuffer:
                    ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards", "final_values", "final_obs",
                     "terminated", "dones")}
 
-    def add_action(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray, values: np.ndarray) -> None:
-        """Store step ``t``'s observation and what the policy did with it.
+    def add_action(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray,
+                   values: np.ndarray | None) -> None:
+        """Store step ``t``'s observation and what the policy did with it (``values`` may be
+        filled later for the whole rollout, see :meth:`set_values`).
 
         Call this *before* stepping the envs: vector envs may reuse their observation array.
         """
@@ -59,7 +61,13 @@ class RolloutBuffer:
         a["obs"][t] = obs
         a["actions"][t] = actions
         a["log_probs"][t] = log_probs
-        a["values"][t] = values
+        if values is not None:
+            a["values"][t] = values
+
+    def set_values(self, value_fn: Callable[[np.ndarray], np.ndarray]) -> None:
+        """``values [T, N]`` = ``value_fn(obs [T*N, obs_dim])`` for the stored observations, in one pass."""
+        t, n = self.num_steps, self.num_envs
+        self.np["values"][:] = value_fn(self.np["obs"].reshape(t * n, self.obs_dim)).reshape(t, n)
 
     def add_outcome(self, t: int, rewards: np.ndarray, raw_rewards: np.ndarray, terminated: np.ndarray,
                     dones: np.ndarray) -> None:

@@ -27,8 +27,8 @@ class ActResult(NamedTuple):
     """``[N]`` int64 (discrete) or ``[N, A]`` float32, as sampled (unclipped)."""
     log_probs: np.ndarray
     """``[N]`` log pi(a|s) of the sampled actions."""
-    values: np.ndarray
-    """``[N]`` V(s)."""
+    values: np.ndarray | None
+    """``[N]`` V(s) (None when not asked for)."""
 
 
 def _mlp(sizes: list[int], out_gain: float) -> nn.Sequential:
@@ -149,10 +149,14 @@ class NumpyActor:
         out = self._mlp(obs, self.actor)
         return out.argmax(-1) if self.discrete else out
 
-    def act(self, obs: np.ndarray, rng: np.random.Generator) -> ActResult:
-        """Sample actions for ``obs [N, obs_dim]`` float32."""
-        joint = self._mlp(obs, self.joint)
-        out, values = joint[:, :self.out_dim], joint[:, self.out_dim]
+    def act(self, obs: np.ndarray, rng: np.random.Generator, with_values: bool = True) -> ActResult:
+        """Sample actions for ``obs [N, obs_dim]`` float32. ``with_values=False`` skips the critic
+        (``values`` is then None): the trainer evaluates V over the whole rollout in one pass."""
+        if with_values:
+            joint = self._mlp(obs, self.joint)
+            out, values = joint[:, :self.out_dim], joint[:, self.out_dim]
+        else:
+            out, values = self._mlp(obs, self.actor), None
         if self.discrete:
             z = out - out.max(-1, keepdims=True)
             cdf = np.cumsum(np.exp(z), axis=-1)  # unnormalized; its last column is the partition sum

@@ -156,7 +156,7 @@ class PPOTrainer:
         cfg, buf, actor, n = self.cfg, self.buffer, self.actor, self.cfg.num_envs
         obs = self.obs
         for t in range(cfg.num_steps):
-            act = actor.act(obs, self.rng)
+            act = actor.act(obs, self.rng, with_values=False)
             buf.add_action(t, obs, act.actions, act.log_probs, act.values)
             raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
             self._check_finite(raw_obs, "observations")
@@ -174,6 +174,7 @@ class PPOTrainer:
         self.obs = obs
         self.global_step += cfg.batch_size
         self.episodes.rollout(buf.np["raw_rewards"], buf.np["dones"])
+        buf.set_values(actor.value)  # V(s_t) for the whole rollout in one batched pass (same snapshot)
         return actor.value(obs)
 
     # ------------------------------------------------------------------------------ update

@@ -181,3 +181,24 @@ def test_episode_accounting_over_rollouts_matches_a_step_by_step_count():
         eps.rollout(rewards, dones)
     assert eps.pop() == expected and len(expected) > 10
     assert list(eps.recent) == [r for r, _ in expected]
+
+
+def test_acting_without_values_samples_the_same_and_rollout_values_match_per_step():
+    import gymnasium as gym
+
+    from rlkit.policies import MLPActorCritic
+
+    torch.manual_seed(0)
+    actor = MLPActorCritic(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)).snapshot()
+    obs = np.random.default_rng(0).normal(size=(6, 4, 4)).astype(np.float32)  # [T, N, obs_dim]
+    buf = RolloutBuffer(6, 4, 4, (), True)
+    per_step = []
+    for t in range(6):
+        full = actor.act(obs[t], np.random.default_rng(t))
+        lean = actor.act(obs[t], np.random.default_rng(t), with_values=False)
+        assert lean.values is None and (full.actions == lean.actions).all()
+        np.testing.assert_allclose(full.log_probs, lean.log_probs, atol=1e-6)
+        buf.add_action(t, obs[t], lean.actions, lean.log_probs, None)
+        per_step.append(full.values)
+    buf.set_values(actor.value)
+    np.testing.assert_allclose(buf.np["values"], np.stack(per_step), atol=1e-6)
