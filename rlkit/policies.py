@@ -128,6 +128,7 @@ class NumpyActor:
             w[wa.shape[0]:, wa.shape[1]:] = wc
             self.joint.append((w, np.concatenate([ba, bc])))
         self.out_dim = self.actor[-1][0].shape[1]
+        self._rows = np.arange(0)
         head = model.head
         self.discrete = head.discrete
         if not self.discrete:
@@ -159,12 +160,16 @@ class NumpyActor:
             out, values = self._mlp(obs, self.actor), None
         if self.discrete:
             z = out - out.max(-1, keepdims=True)
-            cdf = np.cumsum(np.exp(z), axis=-1)  # unnormalized; its last column is the partition sum
+            cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
             total = cdf[:, -1]
             # Inverse-CDF sampling: one uniform per row (clamped against float rounding at the top).
-            u = rng.random(out.shape[0], dtype=np.float32) * total
-            actions = np.minimum((u[:, None] >= cdf).sum(-1), out.shape[1] - 1)
-            log_probs = z[np.arange(len(actions)), actions] - np.log(total)
+            u = rng.random(len(out), dtype=np.float32)
+            u *= total
+            actions = (u[:, None] >= cdf).sum(-1)
+            np.minimum(actions, out.shape[1] - 1, out=actions)
+            if len(self._rows) != len(out):
+                self._rows = np.arange(len(out))
+            log_probs = z[self._rows, actions] - np.log(total)
             return ActResult(actions, log_probs, values)
         noise = rng.standard_normal(out.shape, dtype=np.float32)
         actions = out + noise * self.std
