@@ -35,7 +35,10 @@ def ratio_stats(log_ratio: torch.Tensor, clip_coef: float) -> RatioStats:
 
 
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """``mean(max(-A * r, -A * clip(r, 1 - eps, 1 + eps)))`` over ``[B]`` ratios and advantages."""
+    """``mean(max(-A * r, -A * clip(r, 1 - eps, 1 + eps)))`` over ``[B]`` ratios and advantages.
+
+    The clipped surrogate on its own, with autograd (tests and readers); :func:`ppo_loss`
+    computes the same term inside :class:`_Objective`."""
     return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
 
 
