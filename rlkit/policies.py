@@ -118,16 +118,6 @@ class NumpyActor:
 
         self.actor = layers(model.actor)
         self.critic = layers(model.critic)
-        # Actor and critic side by side in one network: concatenated first layer, block-diagonal
-        # after it. Half the numpy calls per acting step; the zero blocks add exact zeros.
-        self.joint = [(np.concatenate([self.actor[0][0], self.critic[0][0]], 1),
-                       np.concatenate([self.actor[0][1], self.critic[0][1]]))]
-        for (wa, ba), (wc, bc) in zip(self.actor[1:], self.critic[1:]):
-            w = np.zeros((wa.shape[0] + wc.shape[0], wa.shape[1] + wc.shape[1]), np.float32)
-            w[:wa.shape[0], :wa.shape[1]] = wa
-            w[wa.shape[0]:, wa.shape[1]:] = wc
-            self.joint.append((w, np.concatenate([ba, bc])))
-        self.out_dim = self.actor[-1][0].shape[1]
         self._rows = np.arange(0)
         head = model.head
         self.discrete = head.discrete
@@ -153,11 +143,8 @@ class NumpyActor:
     def act(self, obs: np.ndarray, rng: np.random.Generator, with_values: bool = True) -> ActResult:
         """Sample actions for ``obs [N, obs_dim]`` float32. ``with_values=False`` skips the critic
         (``values`` is then None): the trainer evaluates V over the whole rollout in one pass."""
-        if with_values:
-            joint = self._mlp(obs, self.joint)
-            out, values = joint[:, :self.out_dim], joint[:, self.out_dim]
-        else:
-            out, values = self._mlp(obs, self.actor), None
+        out = self._mlp(obs, self.actor)
+        values = self.value(obs) if with_values else None
         if self.discrete:
             z = out - out.max(-1, keepdims=True)
             cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
