@@ -31,12 +31,9 @@ _RECORD_TENSORS = ("prompt", "actions", "log_probs", "values", "rewards")
 def config_from_checkpoint(path: str) -> tuple[RLHFConfig, dict[str, torch.Tensor], dict[str, Any]]:
     """The run's config (with ``resume=path``), tensors and JSON state."""
     tensors, state, _ = load_checkpoint(path)
-    data = dict(state["config"])
-    known = {f.name for f in dataclasses.fields(RLHFConfig)}
-    if "iteration" not in state or set(data) - known:
+    if "iteration" not in state:
         raise ConfigError(f"{path!r} is not an rlkit RLHF checkpoint")
-    data["lora_targets"] = tuple(data.get("lora_targets") or ())
-    return RLHFConfig(**{**data, "resume": path}), tensors, state
+    return RLHFConfig.from_dict({**state["config"], "resume": path}), tensors, state
 
 
 def save_rlhf(trainer: "RLHFTrainer", history: list[dict[str, float]], tokens: float, seconds: float) -> Path:

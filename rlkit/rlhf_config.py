@@ -134,3 +134,11 @@ class RLHFConfig(VariantOptions):
 
     def to_dict(self) -> dict[str, object]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> "RLHFConfig":
+        """Inverse of :meth:`to_dict` (JSON lists back to tuples); unknown fields are an error."""
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+        return cls(**{**data, "lora_targets": tuple(data.get("lora_targets") or ())})  # type: ignore[arg-type]
