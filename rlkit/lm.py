@@ -29,6 +29,27 @@ def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
     return (mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
+def hidden_at(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+              through: torch.Tensor) -> torch.Tensor:
+    """``[n, H]`` the trunk's last hidden states at ``(rows, cols)`` of ``ids``/``mask [B, S]``.
+
+    The trunk runs on columns ``[first real token of any row, max(through) + 1)`` only: a
+    rollout grid keeps ``max_new_tokens`` response columns even when every response ended
+    earlier, and those columns would otherwise be computed in every pass. Only columns that
+    are padding or past every row's last token are dropped, so each kept token sees the same
+    context; positions come from the mask. Every pass over a grid derives the window from the
+    same token columns (``through``), so the policy's, the reference's and the training passes
+    run on the same shapes (the KL is exactly 0 while the policy equals the reference).
+    (Grouping rows by length to skip the remaining padding was tried and measured no faster
+    on CPU: the weight-gradient matmuls lose more with short groups than the padding costs.)"""
+    lo = int(mask.long().argmax(-1).min()) if mask.shape[0] else 0
+    hi = int(through.max()) + 1 if through.numel() else lo + 1
+    window = mask[:, lo:hi]
+    hidden = trunk(input_ids=ids[:, lo:hi], attention_mask=window,
+                   position_ids=positions_from_mask(window)).last_hidden_state
+    return hidden[rows, cols - lo]
+
+
 @dataclass
 class GenerationState:
     """KV cache and bookkeeping of a batched rollout (one cache row per sub-env)."""
@@ -71,19 +92,19 @@ class LMActorCritic(nn.Module):
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm.get_output_embeddings()(hidden).float() / self.temperature
 
-    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Actor and critic last hidden states ``[B, S, H]`` (the same tensor with a shared trunk)."""
-        kwargs = dict(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask))
-        actor = self.trunk(**kwargs).last_hidden_state
-        critic = actor if self.critic is None else self.critic(**kwargs).last_hidden_state
+    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                through: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Actor and critic last hidden states ``[n, H]`` at ``(rows, cols)`` (one tensor if shared)."""
+        actor = hidden_at(self.trunk, ids, mask, rows, cols, through)
+        critic = actor if self.critic is None else hidden_at(self.critic, ids, mask, rows, cols, through)
         return actor, critic
 
     def forward_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
                        cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``[n, V]`` (tempered) and values ``[n]`` of the states that emitted the tokens
         at ``(rows, cols)`` of ``ids [B, S]`` (read at column ``cols - 1``), in one forward pass."""
-        actor, critic = self._hidden(ids, mask)
-        return self._logits(actor[rows, cols - 1]), self.value_head(critic[rows, cols - 1]).squeeze(-1).float()
+        actor, critic = self._hidden(ids, mask, rows, cols - 1, cols)
+        return self._logits(actor), self.value_head(critic).squeeze(-1).float()
 
     @torch.no_grad()
     def evaluate_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
@@ -91,11 +112,11 @@ class LMActorCritic(nn.Module):
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-probs ``[n]`` of the tokens at ``(rows, cols)``, their states' values ``[n]``, and the
         values ``[m]`` of the states right after the tokens at ``(final_rows, final_cols)`` (bootstrap)."""
-        actor, critic = self._hidden(ids, mask)
-        logp = self.head.log_prob(self._logits(actor[rows, cols - 1]), ids[rows, cols])
-        values = self.value_head(critic[rows, cols - 1]).squeeze(-1).float()
-        final = self.value_head(critic[final_rows, final_cols]).squeeze(-1).float()
-        return logp, values, final
+        n = len(rows)
+        actor, critic = self._hidden(ids, mask, torch.cat([rows, final_rows]), torch.cat([cols - 1, final_cols]), cols)
+        logp = self.head.log_prob(self._logits(actor[:n]), ids[rows, cols])
+        values = self.value_head(critic).squeeze(-1).float()
+        return logp, values[:n], values[n:]
 
     @torch.no_grad()
     def start(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[GenerationState, torch.Tensor]:
@@ -121,9 +142,8 @@ def token_log_probs(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: 
     """``[n]`` a causal LM's log-probs of the tokens at ``(rows, cols)``, in one batched pass.
     Used for the frozen reference and, identically, for the policy's side of the KL penalty,
     so the KL is exactly 0 while the policy equals the reference."""
-    hidden = lm.base_model(input_ids=ids, attention_mask=mask,
-                                  position_ids=positions_from_mask(mask)).last_hidden_state
-    logits = lm.get_output_embeddings()(hidden[rows, cols - 1]).float() / temperature
+    hidden = hidden_at(lm.base_model, ids, mask, rows, cols - 1, cols)
+    logits = lm.get_output_embeddings()(hidden).float() / temperature
     return CategoricalHead(logits.shape[-1]).log_prob(logits, ids[rows, cols])  # the policy's own head math
 
 

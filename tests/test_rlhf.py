@@ -279,3 +279,21 @@ def test_cli_rlhf_run_checkpoints_and_resumes_from_saved_models(tmp_path, capsys
     assert again["iterations"] == 2 and again["score_last"] == first["score_last"]  # nothing left to run, history kept
     assert main(args) == 2  # the same run name again: refused, nothing overwritten
     assert "already has checkpoints" in capsys.readouterr().err
+
+
+def test_passes_skip_columns_past_every_response_and_give_the_full_pass_values():
+    lm = tiny_lm.causal_lm().double()
+    trunk = lm.base_model
+    ids = torch.randint(3, lm.config.vocab_size, (3, 9))
+    mask = torch.ones_like(ids)
+    mask[0, :2] = mask[1, :1] = mask[2, :1] = 0  # left padding; column 0 is padding in every row
+    rows, cols = torch.tensor([0, 0, 1, 2, 2]), torch.tensor([4, 5, 4, 4, 6])  # last token column: 6 of 8
+    widths = []
+    hook = trunk.register_forward_pre_hook(lambda m, a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    from rlkit.lm import hidden_at, positions_from_mask
+
+    got = hidden_at(trunk, ids, mask, rows, cols - 1, cols)
+    hook.remove()
+    full = trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
+    assert widths == [6]  # column 0 (all padding) and 7-8 (past every response) are not run
+    torch.testing.assert_close(got, full[rows, cols - 1], atol=1e-10, rtol=0)
