@@ -10,6 +10,7 @@ and value head with minibatches made of whole sequences.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import time
@@ -82,7 +83,12 @@ class RLHFTrainer:
         self.device = torch_device(cfg.device)
         dtype = getattr(torch, cfg.dtype)
         if policy is None:
-            policy = load_model(cfg.policy, "causal-lm", dtype, str(self.device))
+            policy = load_model(cfg.policy, "causal-lm", torch.float32, str(self.device))
+        # Mixed precision: float32 master weights (the reference is copied from them, so the KL
+        # is exactly 0 at the start in every dtype); matmuls in `dtype` under autocast. Measured on
+        # a tiny LM: pure-bf16 weights at lr 1e-5 left 86% of them unchanged after 3 updates.
+        policy = policy.float()
+        self.compute_dtype = dtype
         if tokenizer is None:
             from transformers import AutoTokenizer
 
@@ -135,6 +141,12 @@ class RLHFTrainer:
             name = cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
             self.run_dir = new_run_dir(cfg.logdir, name)
 
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The models' forward passes run under this: autocast to ``cfg.dtype`` unless float32."""
+        if self.compute_dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.compute_dtype)
+
     # ----------------------------------------------------------------------------- rollout
     @torch.no_grad()
     def collect(self) -> tuple[TokenGrid, np.ndarray, np.ndarray]:
@@ -180,7 +192,8 @@ class RLHFTrainer:
         """Rollout, KL-shaped rewards, batch source (the rollout, or HP3O's hybrid grid), shared PPO epochs."""
         cfg = self.cfg
         start = time.perf_counter()
-        grid, scores, eos = self.collect()
+        with self.autocast():
+            grid, scores, eos = self.collect()
         rollout_seconds = time.perf_counter() - start
         rows, cols = grid.transitions()
         vt = cols - grid.prompt_width
@@ -189,9 +202,10 @@ class RLHFTrainer:
         # (as TRL does). These log-probs are the ratio's behaviour log-probs; they equal the ones
         # sampled with the KV cache to ~1e-7 (tested).
         trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
-        log_probs, values, final_values = self.model.evaluate_tokens(
-            grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t)
-        ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols)
+        with self.autocast():
+            log_probs, values, final_values = self.model.evaluate_tokens(
+                grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t)
+            ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols)
         kl_tokens = kl_penalty(log_probs, ref, cfg.kl_estimator)
         env_rewards = grid.rewards
         shaped = env_rewards.clone()
@@ -216,8 +230,10 @@ class RLHFTrainer:
             return sequence_minibatches(t_rows, train_grid.num_sequences, cfg.num_minibatches, self.generator)
 
         def forward(mb: SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
-            logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
-                                                       mb.local_rows, t_cols[mb.transitions])
+            with self.autocast():
+                logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences],
+                                                           train_grid.mask[mb.sequences], mb.local_rows,
+                                                           t_cols[mb.transitions])
             return logits, values, Batch(*(x[mb.transitions] for x in batch))
 
         if self.outer:

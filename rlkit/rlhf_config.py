@@ -77,7 +77,9 @@ class RLHFConfig(VariantOptions):
     device: str = "auto"
     """Torch device: auto (cuda when present), cpu or cuda[:i]."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    """Model dtype (bfloat16 on GPUs that support it)."""
+    """Compute dtype. bfloat16/float16 is mixed precision: the models' matmuls run in it under
+    ``torch.autocast`` while the trained weights, Adam and the loss stay float32 (a pure-bf16 Adam
+    step rounds most small updates away). The frozen reward model is loaded in this dtype."""
     torch_threads: int = 2
     """Torch intra-op threads (no env workers compete with an LLM run)."""
     logdir: str = "runs"

@@ -297,3 +297,20 @@ def test_passes_skip_columns_past_every_response_and_give_the_full_pass_values()
     full = trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask)).last_hidden_state
     assert widths == [6]  # column 0 (all padding) and 7-8 (past every response) are not run
     torch.testing.assert_close(got, full[rows, cols - 1], atol=1e-10, rtol=0)
+
+
+def test_bfloat16_is_mixed_precision_float32_weights_bf16_matmuls(logdir):
+    # A bf16 policy comes in; the trained weights stay float32 (pure-bf16 Adam at lr 1e-5 rounds
+    # most updates away), the trunk's matmuls run in bf16, and KL is still exactly 0 at the start.
+    t = trainer(logdir, dtype="bfloat16", learning_rate=1e-5, kl_coef=0.1,
+                policy=tiny_lm.causal_lm().to(torch.bfloat16))
+    assert t.flat.data.dtype == torch.float32 and t.model.lm.lm_head.weight.dtype == torch.float32
+    seen = set()
+    hook = t.model.lm.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, a, out: seen.add(out.dtype))
+    before = t.flat.data.clone()
+    assert t.update()["charts/kl"] == 0.0
+    hook.remove()
+    assert seen == {torch.bfloat16}
+    for _ in range(2):
+        t.update()
+    assert float((t.flat.data != before).float().mean()) > 0.9
