@@ -39,7 +39,7 @@ def seq_cls(model_dir: str, seed: int):
     return model
 
 
-def worker_rlkit(iterations: int, threads: int, shared: bool) -> list[float]:
+def worker_rlkit(iterations: int, threads: int, shared: bool, style: str) -> list[float]:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -47,7 +47,7 @@ def worker_rlkit(iterations: int, threads: int, shared: bool) -> list[float]:
     from rlkit.rlhf import RLHFTrainer
     from rlkit.rlhf_config import RLHFConfig
 
-    model_dir, tokenizer, prompts = setup(threads)
+    model_dir, tokenizer, prompts = setup(threads, style)
     rm = seq_cls(model_dir, 0).eval().requires_grad_(False)
     cfg = RLHFConfig(num_envs=COMMON["batch"], max_new_tokens=COMMON["new_tokens"], update_epochs=COMMON["epochs"],
                      num_minibatches=1, temperature=COMMON["temperature"], learning_rate=COMMON["lr"],
@@ -66,14 +66,14 @@ def worker_rlkit(iterations: int, threads: int, shared: bool) -> list[float]:
     return times
 
 
-def worker_trl(iterations: int, threads: int) -> list[float]:
+def worker_trl(iterations: int, threads: int, style: str) -> list[float]:
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, TrainerCallback
     from trl.experimental.ppo import PPOConfig, PPOTrainer
 
-    model_dir, tokenizer, prompts = setup(threads)
+    model_dir, tokenizer, prompts = setup(threads, style)
     tokenizer.pad_token = "<|endoftext|>"  # TRL masks by ids != pad_id; SmolLM2's default pad is its EOS
     ids = [tokenizer(p, add_special_tokens=False).input_ids for p in prompts]
     dataset = Dataset.from_dict({"input_ids": ids})
@@ -109,19 +109,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=4, help="timed iterations after one warm-up")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--prompts", choices=["chat", "plain"], default="chat",
+                        help="chat-formatted review openings (46-62 tokens) or the bare openings (4-12 tokens)")
     parser.add_argument("--write", default="benchmarks/RESULTS.md")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = args.iterations + 1
     if args.worker:
-        fn = {"trl": lambda: worker_trl(n, args.threads), "rlkit": lambda: worker_rlkit(n, args.threads, False),
-              "rlkit-shared": lambda: worker_rlkit(n, args.threads, True)}[args.worker]
+        fn = {"trl": lambda: worker_trl(n, args.threads, args.prompts),
+              "rlkit": lambda: worker_rlkit(n, args.threads, False, args.prompts),
+              "rlkit-shared": lambda: worker_rlkit(n, args.threads, True, args.prompts)}[args.worker]
         print(json.dumps(fn()))
         return
     medians = {}
     for name in ("trl", "rlkit", "rlkit-shared"):
         out = subprocess.run([sys.executable, __file__, "--worker", name, "--iterations", str(args.iterations),
-                              "--threads", str(args.threads)], capture_output=True, text=True)
+                              "--threads", str(args.threads), "--prompts", args.prompts], capture_output=True, text=True)
         if out.returncode:
             raise SystemExit(f"{name} failed:\n{out.stderr[-4000:]}")
         times = json.loads(out.stdout.strip().splitlines()[-1])[1:]  # drop the warm-up iteration
@@ -129,9 +132,10 @@ def main() -> None:
         print(f"{name}: median {medians[name]:.2f} s per iteration over {len(times)} ({[round(t, 2) for t in times]})",
               flush=True)
     lines = [f"\n### One RLHF PPO iteration vs TRL PPOTrainer — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python benchmarks/llm_vs_trl.py --iterations {args.iterations} --threads {args.threads}`  ",
+             f"Command: `python benchmarks/llm_vs_trl.py --iterations {args.iterations} --threads {args.threads} "
+             f"--prompts {args.prompts}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads, nothing else running; "
-             "SmolLM2-135M-Instruct fp32, batch 8, 32 new tokens, 4 epochs, 1 minibatch, separate value model\n",
+             f"SmolLM2-135M-Instruct fp32, batch 8, 32 new tokens, 4 epochs, 1 minibatch, {args.prompts} prompts\n",
              "| framework | median s / iteration | speed-up vs TRL | target |", "|---|---|---|---|",
              f"| TRL 1.12.0 PPOTrainer | {medians['trl']:.2f} | 1.00× | |",
              f"| rlkit, separate critic (same models as TRL) | {medians['rlkit']:.2f} | "
