@@ -21,6 +21,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from envs.score_norm import ScoreNormalization
+
 RewardFn = Callable[[list[str], list[str]], Sequence[float]]
 
 
@@ -47,22 +49,39 @@ class RewardModelScorer:
     """Scores with an ``AutoModelForSequenceClassification`` (one label) at the last valid token.
 
     The score head is applied to the final hidden states and read at index ``length - 1`` of
-    each right-padded sequence, so an EOS that equals the pad token is still scored.
+    each right-padded sequence, so an EOS that equals the pad token is still scored. With a
+    ``normalization`` (see :mod:`envs.score_norm`, set by :meth:`calibrate`) the raw score is
+    mapped to the initial policy's scale (mean 0, std 1) before it becomes the reward.
     """
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Any = None, batch_size: int = 16) -> None:
+    def __init__(self, model: torch.nn.Module, tokenizer: Any = None, batch_size: int = 16,
+                 normalization: ScoreNormalization | None = None) -> None:
         if getattr(model, "score", None) is None:
             raise LLMEnvError(f"{type(model).__name__} has no 'score' head; use a decoder-style sequence classifier")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.normalization = normalization
         self._prefetched: dict[tuple[int, ...], float] = {}
 
     @torch.no_grad()
-    def _score(self, sequences: list[list[int]]) -> np.ndarray:
+    def raw_scores(self, sequences: list[list[int]]) -> np.ndarray:
+        """``[B]`` the reward model's own scores of whole sequences (no normalization)."""
         from rlkit.reward_model import last_token_scores
 
         out = [last_token_scores(self.model, sequences[i:i + self.batch_size]).cpu()
                for i in range(0, len(sequences), self.batch_size)]
         return torch.cat(out).numpy()
+
+    def _score(self, sequences: list[list[int]]) -> np.ndarray:
+        raw = self.raw_scores(sequences)
+        return raw if self.normalization is None else self.normalization.apply(sequences, raw)
+
+    def calibrate(self, prompts: Sequence[Sequence[int]], responses: Sequence[Sequence[int]],
+                  per_prompt: bool = True) -> ScoreNormalization:
+        """Fit and keep the normalization from the initial policy's ``responses`` to ``prompts``
+        (token ids, one response per entry; repeat a prompt for several responses)."""
+        raw = self.raw_scores([list(map(int, p)) + list(map(int, r)) for p, r in zip(prompts, responses)])
+        self.normalization = ScoreNormalization.fit(prompts, raw, per_prompt)
+        return self.normalization
 
     def prefetch(self, sequences: Sequence[Sequence[int]]) -> None:
         """Score sequences that are about to finish in one batch; ``score_ids`` then finds them.
@@ -77,7 +96,10 @@ class RewardModelScorer:
         missing = [s for s in seqs if tuple(s) not in self._prefetched]
         if missing:
             self.prefetch(missing)
-        return np.array([self._prefetched.pop(tuple(s)) for s in seqs], dtype=np.float32)
+        out = np.array([self._prefetched[tuple(s)] for s in seqs], dtype=np.float32)
+        for s in seqs:  # a sequence may appear twice in one call
+            self._prefetched.pop(tuple(s), None)
+        return out
 
     def __call__(self, prompts: list[str], responses: list[str]) -> list[float]:
         if self.tokenizer is None:

@@ -70,6 +70,7 @@ class RLHFTrainer:
 
     def __init__(self, cfg: RLHFConfig, reward: Any = None, policy: torch.nn.Module | None = None,
                  tokenizer: Any = None, prompts: list[str] | None = None, extra_metrics: ExtraMetrics | None = None):
+        from envs.score_norm import NORMALIZATION_FILE, ScoreNormalization
         from envs.token_env import RewardModelScorer, TokenEnv, load_model
 
         if cfg.hp3o_plus:
@@ -96,7 +97,9 @@ class RLHFTrainer:
         if reward is None:
             if not cfg.reward_model:
                 raise ConfigError("no reward: set reward_model or pass reward= (a callable (prompts, responses) -> scores)")
-            reward = RewardModelScorer(load_model(cfg.reward_model, "seq-cls", dtype, str(self.device)), tokenizer)
+            norm_file = Path(cfg.reward_model) / NORMALIZATION_FILE
+            reward = RewardModelScorer(load_model(cfg.reward_model, "seq-cls", dtype, str(self.device)), tokenizer,
+                                       normalization=ScoreNormalization.load(norm_file) if norm_file.is_file() else None)
         prompts = prompts if prompts is not None else read_prompts(cfg.prompts)
         self.tokenizer, self.extra_metrics = tokenizer, extra_metrics
         self.scorer = reward if isinstance(reward, RewardModelScorer) else None

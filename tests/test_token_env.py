@@ -124,3 +124,9 @@ def test_prefetched_scores_equal_direct_scores():
     scorer.prefetch(seqs)  # one padded batch
     assert scorer.score_ids(seqs[::-1]).tolist() == pytest.approx(direct[::-1], abs=1e-5)
     assert scorer._prefetched == {}
+
+
+def test_reward_model_scorer_scores_a_repeated_sequence_in_one_call():
+    scorer = RewardModelScorer(tiny_lm.reward_model())
+    twice = scorer.score_ids([[3, 4, 1], [3, 4, 1], [5, 1]])
+    assert twice[0] == twice[1] and twice[0] == pytest.approx(scorer.score_ids([[3, 4, 1]])[0], abs=1e-5)
