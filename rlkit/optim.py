@@ -88,6 +88,17 @@ class FlatAdam:
     def load_state_dict(self, state: dict) -> None:
         self.adam.load_state_dict(state)
 
+    def restore_state(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Adam's per-parameter state (``step``, ``exp_avg``, ``exp_avg_sq``) from a checkpoint
+        loaded on the CPU: the moments go to the parameter's device, and so does ``step`` when
+        the kernel is fused (torch's fused Adam wants it there; the unfused one keeps it on CPU)."""
+        if not tensors:
+            return
+        group = self.adam.param_groups[0]
+        on_device = group["fused"] or group["capturable"]
+        self.adam.state[self.param] = {k: v.to(self.param.device) if k != "step" or on_device else v.cpu()
+                                       for k, v in tensors.items()}
+
     def step(self) -> None:
         group, param = self.adam.param_groups[0], self.param
         state = self.adam.state.get(param)

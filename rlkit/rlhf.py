@@ -114,7 +114,7 @@ class RLHFTrainer:
                                                           target_modules=list(cfg.lora_targets) or "all-linear"))
             policy, self.reference = self.peft.get_base_model(), None
         else:
-            self.reference = copy.deepcopy(policy).eval().requires_grad_(False)
+            self.reference = copy.deepcopy(policy).to(self.device).eval().requires_grad_(False)
             policy.requires_grad_(True)
         # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
         self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic).to(self.device)

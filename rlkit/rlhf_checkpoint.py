@@ -66,10 +66,7 @@ def load_rlhf(trainer: "RLHFTrainer", tensors: dict[str, torch.Tensor],
     device = trainer.flat.data.device
     with torch.no_grad():
         trainer.flat.data.copy_(flat)
-    opt_state = {k[len("optim."):]: v.to(device) if k != "optim.step" else v
-                 for k, v in tensors.items() if k.startswith("optim.")}
-    if opt_state:
-        trainer.optimizer.state[trainer.flat.param] = opt_state
+    trainer.optimizer.restore_state({k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")})
     trainer.generator.set_state(tensors["rng.generator"])
     torch.set_rng_state(tensors["rng.torch"])
     if trainer.outer:

@@ -306,10 +306,7 @@ class PPOTrainer:
         with torch.no_grad():
             for k, v in self.model.state_dict().items():
                 v.copy_(tensors[f"model.{k}"])  # in place: the flat views stay intact
-        opt_state = {k[len("optim."):]: v.to(self.device) if k != "optim.step" else v
-                     for k, v in tensors.items() if k.startswith("optim.")}
-        if opt_state:
-            self.optimizer.state[self.flat.param] = opt_state
+        self.optimizer.restore_state({k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")})
         self.generator.set_state(tensors["rng.torch_generator"])
         if self.outer:
             self.outer.load_state_tensors(tensors)

@@ -45,7 +45,7 @@ def test_head_only_training_leaves_the_backbone_frozen(tmp_path):
     cfg = RMConfig(output=str(tmp_path / "rm"), epochs=30, batch_size=8, learning_rate=3e-2, train_backbone=False,
                    torch_threads=1)
     result = train_reward_model(cfg, model=model, tokenizer=tiny_lm.tokenizer(), pairs=synthetic_pairs())
-    assert all(torch.equal(trunk[n], p) for n, p in model.named_parameters() if n in trunk)
+    assert all(torch.equal(trunk[n], p.cpu()) for n, p in model.named_parameters() if n in trunk)
     assert result.eval_accuracy >= 0.9, result
 
 
@@ -72,7 +72,7 @@ def test_mean_pooling_is_saved_in_the_config_and_used_for_scoring(tmp_path):
     assert model.config.rlkit_pooling == "mean"
     seqs = [[3, 4, 5], [6, 7]]
     pooled = last_token_hidden(model, seqs)
-    alone = model.base_model(input_ids=torch.tensor([seqs[0]])).last_hidden_state[0].mean(0)
+    alone = model.base_model(input_ids=torch.tensor([seqs[0]], device=model.device)).last_hidden_state[0].mean(0)
     torch.testing.assert_close(pooled[0], alone, atol=1e-5, rtol=0)
     from envs import load_model
     assert load_model(str(tmp_path / "rm"), "seq-cls").config.rlkit_pooling == "mean"
