@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--num-envs", type=int, default=16, help="responses per update")
     parser.add_argument("--max-new-tokens", type=int, default=24)
-    parser.add_argument("--learning-rate", type=float, default=2e-5)
+    parser.add_argument("--learning-rate", type=float, default=1e-5)
     parser.add_argument("--kl-coef", type=float, default=0.1, help="initial beta")
     parser.add_argument("--kl-target", type=float, default=4.0,
                         help="adaptive beta (Ziegler et al.): target KL per response in nats; 0 keeps beta fixed")
@@ -211,7 +211,7 @@ def main() -> None:
     }
     print(json.dumps(summary, indent=1))
     if args.write:
-        lines = [f"\n### RLHF on SmolLM2-135M-Instruct (CPU) — {time.strftime('%Y-%m-%d %H:%M')}",
+        lines = [f"\n### RLHF on SmolLM2-135M-Instruct ({device.type.upper()}, {args.dtype}) — {time.strftime('%Y-%m-%d %H:%M')}",
                  f"Command: `python experiments/rlhf_sentiment.py {' '.join(sys.argv[1:])}`  ",
                  f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads, "
                  f"{torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}, {args.dtype}\n",
