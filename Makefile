@@ -21,6 +21,7 @@ demo: setup
 	$(VENV)/bin/rlkit train --preset cartpole --total-steps 100000 --logdir runs
 
 test: setup
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
 
 test-slow: setup
@@ -37,4 +38,4 @@ rlhf-sentiment: llm
 	$(PY) experiments/rlhf_sentiment.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs .pytest_cache .import_linter_cache

@@ -1,4 +1,4 @@
-"""Issue #4 benchmark 1: tokens/s of rlkit's env + policy rollout vs ``model.generate``.
+"""LLM rollout benchmark: tokens/s of rlkit's env + policy rollout vs ``model.generate``.
 
 SmolLM2-135M-Instruct (fp32, CPU), the same 8 prompts, the same number of new tokens, sampling at
 temperature 1 with no top-k/top-p. rlkit's rollout steps 8 token envs (one token per env step)
@@ -30,8 +30,8 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from rlkit.rlhf import RLHFTrainer
-    from rlkit.rlhf_config import RLHFConfig
+    from rlkit.rlhf.trainer import RLHFTrainer
+    from rlkit.rlhf.config import RLHFConfig
 
     model_dir, tokenizer, prompts = setup(args.threads)
     prompts = prompts[: args.batch]

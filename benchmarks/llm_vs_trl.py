@@ -1,4 +1,4 @@
-"""Issue #4 benchmark 2: one RLHF PPO iteration, rlkit vs TRL's PPOTrainer (trl==1.12.0, the
+"""RLHF iteration benchmark: one RLHF PPO iteration, rlkit vs TRL's PPOTrainer (trl==1.12.0, the
 last release that has it), side by side in one run, each in a fresh process, one at a time.
 
 Identical settings: SmolLM2-135M-Instruct fp32 on CPU as policy and frozen reference; a reward
@@ -43,9 +43,9 @@ def worker_rlkit(iterations: int, threads: int, shared: bool, style: str) -> lis
     import torch
     from transformers import AutoModelForCausalLM
 
-    from envs import RewardModelScorer
-    from rlkit.rlhf import RLHFTrainer
-    from rlkit.rlhf_config import RLHFConfig
+    from rlkit.rlhf.reward_model import RewardModelScorer
+    from rlkit.rlhf.trainer import RLHFTrainer
+    from rlkit.rlhf.config import RLHFConfig
 
     model_dir, tokenizer, prompts = setup(threads, style)
     rm = seq_cls(model_dir, 0).eval().requires_grad_(False)

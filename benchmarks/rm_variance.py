@@ -4,7 +4,7 @@ Samples ``--per-prompt`` continuations of each shipped opening from SmolLM2-135M
 them with the reward model at ``RM_DIR`` (raw, no normalization) and with VADER, and prints the
 raw score's spread between openings (std of per-opening means) and within them (std around each
 opening's mean), and its correlation with VADER overall and within openings. This is the
-measurement behind the per-prompt score normalization (``envs/score_norm.py``, issue #4).
+measurement behind the per-prompt score normalization (``rlkit/rlhf/score_norm.py``).
 
     python benchmarks/rm_variance.py runs/rlhf_sentiment6/reward_model --per-prompt 4 --seed 123
 """
@@ -33,7 +33,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from envs import RewardModelScorer, load_model
+    from rlkit.rlhf.models import load_model
+    from rlkit.rlhf.reward_model import RewardModelScorer
     from experiments.rlhf_sentiment import HERE, chat_prompts, sample_continuations, vader
     from experiments.smollm2 import prepare
 

@@ -1,4 +1,4 @@
-"""Issue #2 benchmark 2: final returns of the mujoco preset at 1M steps over several seeds.
+"""Sample efficiency: final returns of the mujoco preset at 1M steps over several seeds.
 
 Runs one (env, seed) at a time, appends each finished run as a JSON line to --out (runs
 already there are skipped, so the script can be restarted), and with --summarize prints

@@ -1,4 +1,4 @@
-"""Issue #2 benchmark 1: rlkit PPO vs Stable-Baselines3 PPO throughput at identical settings.
+"""Throughput: rlkit PPO vs Stable-Baselines3 PPO throughput at identical settings.
 
 Each (framework, env, seed) trains in its own fresh subprocess, one at a time, with one
 torch thread. The timed span is the same for both: building the vectorized envs and the
@@ -54,14 +54,14 @@ def _import_lazy_torch_modules() -> None:
     import torch._dynamo  # noqa: F401
 
 
-def worker_rlkit(name: str, seed: int, steps: int) -> dict:
+def worker_rlkit(name: str, seed: int, steps: int, kernels: str = "auto") -> dict:
     import rlkit
 
     _import_lazy_torch_modules()
     s = SETTINGS[name]
     cfg = rlkit.preset(s["preset"], env=s["env"], seed=seed, total_steps=steps, eval_episodes=0,
                        logdir="/tmp/rlkit-bench", run_name=f"{name}-{seed}-{time.time_ns()}", progress=False,
-                       checkpoint_every=10**9)
+                       checkpoint_every=10**9, kernels=kernels)
     start = time.perf_counter()
     result = rlkit.train(cfg)
     seconds = time.perf_counter() - start
@@ -99,9 +99,9 @@ def worker_sb3(name: str, seed: int, steps: int) -> dict:
     return {"steps": int(model.num_timesteps), "seconds": seconds, "eval_return": evaluate(act, s["env"])}
 
 
-def run_worker(framework: str, name: str, seed: int, steps: int) -> dict:
+def run_worker(framework: str, name: str, seed: int, steps: int, kernels: str) -> dict:
     out = subprocess.run([sys.executable, __file__, "--worker", framework, "--envs", name, "--seeds", str(seed),
-                          "--steps", str(steps)], capture_output=True, text=True)
+                          "--steps", str(steps), "--kernels", kernels], capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"{framework} {name} seed {seed} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -114,11 +114,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="override the per-env default step budget")
     parser.add_argument("--frameworks", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--kernels", default="auto", choices=["auto", "plain", "fast"],
+                        help="rlkit's loss/optimizer implementation (TrainConfig.kernels)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        fn = worker_rlkit if args.worker == "rlkit" else worker_sb3
-        print(json.dumps(fn(args.envs[0], args.seeds[0], args.steps)))
+        if args.worker == "rlkit":
+            print(json.dumps(worker_rlkit(args.envs[0], args.seeds[0], args.steps, args.kernels)))
+        else:
+            print(json.dumps(worker_sb3(args.envs[0], args.seeds[0], args.steps)))
         return
 
     rows = []
@@ -127,7 +131,7 @@ def main() -> None:
         res: dict[str, list[dict]] = {f: [] for f in args.frameworks}
         for seed in args.seeds:
             for fw in args.frameworks:  # alternate frameworks so drift in machine load hits both
-                r = run_worker(fw, name, seed, steps)
+                r = run_worker(fw, name, seed, steps, args.kernels)
                 res[fw].append(r)
                 print(f"{name} {fw} seed {seed}: {r['steps'] / r['seconds']:.0f} steps/s, "
                       f"eval {r['eval_return']:.1f}", flush=True)
@@ -141,7 +145,8 @@ def main() -> None:
         lines = [f"\n### Throughput vs SB3 — {time.strftime('%Y-%m-%d %H:%M')}",
                  f"Command: `python benchmarks/throughput.py {' '.join(sys.argv[1:])}`  ",
                  f"Machine: {platform.node()}, {platform.machine()}, {__import__('os').cpu_count()} cores, "
-                 f"Python {platform.python_version()}, 1 torch thread, runs one at a time\n",
+                 f"Python {platform.python_version()}, 1 torch thread, runs one at a time, "
+                 f"rlkit kernels={args.kernels}\n",
                  "| env | steps/run | seeds | rlkit steps/s | SB3 steps/s | ratio | rlkit eval returns | SB3 eval returns |",
                  "|---|---|---|---|---|---|---|---|"]
         for name, steps, sps, ret, ratio in rows:

@@ -1,4 +1,4 @@
-"""Issue #3 benchmarks: PPO vs Outer-PPO vs HP3O.
+"""Variant benchmarks: PPO vs Outer-PPO vs HP3O.
 
 Returns (final deterministic eval over 10 episodes, mean ± std over seeds, and wall-clock):
 

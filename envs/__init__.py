@@ -1,8 +1,13 @@
-"""rlkit environments beyond Gymnasium's own: the token-level LLM environment (issue #4)."""
+"""Environments rlkit provides beyond Gymnasium's own (imported as ``rlkit_envs``).
 
-from envs.score_norm import ScoreNormalization
-from envs.token_env import LLMEnvError, RewardModelScorer, TokenEnv, load_model, register
+``rlkit/TokenLM-v0`` is the token-level LLM environment (:class:`TokenEnv`). Importing this
+package registers it with Gymnasium (:func:`register_envs` does the same explicitly), so
+``gym.make("rlkit/TokenLM-v0", ...)`` works after ``import rlkit_envs``. Environment code
+depends on Gymnasium, numpy, torch and :mod:`rlkit.errors` only, never on trainers.
+"""
 
-register()
+from rlkit_envs.token_env import TokenEnv, TokenScorer, register_envs
 
-__all__ = ["LLMEnvError", "RewardModelScorer", "ScoreNormalization", "TokenEnv", "load_model", "register"]
+register_envs()
+
+__all__ = ["TokenEnv", "TokenScorer", "register_envs"]

@@ -1,4 +1,4 @@
-"""RLHF on SmolLM2-135M-Instruct on CPU: continue movie-review openings positively (issue #4).
+"""RLHF on SmolLM2-135M-Instruct on CPU: continue movie-review openings positively.
 
 One command from a fresh checkout: ``make rlhf-sentiment`` (or ``python experiments/rlhf_sentiment.py``).
 
@@ -115,12 +115,12 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
-    from envs import RewardModelScorer
-    from envs.score_norm import NORMALIZATION_FILE
-    from rlkit.agent import torch_device
-    from rlkit.reward_model import RMConfig, train_reward_model
-    from rlkit.rlhf import RLHFTrainer
-    from rlkit.rlhf_config import RLHFConfig
+    from rlkit.rlhf.reward_model import RewardModelScorer
+    from rlkit.rlhf.score_norm import NORMALIZATION_FILE
+    from rlkit.core.device import torch_device
+    from rlkit.rlhf.reward_model import RMConfig, train_reward_model
+    from rlkit.rlhf.trainer import RLHFTrainer
+    from rlkit.rlhf.config import RLHFConfig
 
     t0 = time.time()
     device = torch_device(args.device)

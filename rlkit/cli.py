@@ -1,4 +1,7 @@
-"""``rlkit train`` and ``rlkit eval``: flags are the fields of :class:`TrainConfig`."""
+"""``rlkit train``, ``eval``, ``rlhf`` and ``rm train``: flags are the fields of the configs.
+
+Every user-facing error is an :class:`rlkit.errors.RlkitError`: one line, exit code 2.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +11,12 @@ import sys
 
 import tyro
 
-from rlkit.checkpoint import CheckpointError
-from rlkit.config import PRESETS, ConfigError, TrainConfig, deferred_validation, preset
-from rlkit.distributions import UnsupportedSpaceError
-from rlkit.envs import EnvError, NonFiniteError
+from rlkit.core.config import deferred_validation
+from rlkit.errors import ConfigError, RlkitError
+from rlkit.gym.config import PRESETS, TrainConfig, preset
 
-
-def _llm_errors() -> tuple[type[Exception], ...]:
-    try:
-        from envs.token_env import LLMEnvError
-    except ImportError:  # transformers missing: the LLM commands fail on import with their own message
-        return ()
-    return (LLMEnvError,)
-
-
-USER_ERRORS = (ConfigError, EnvError, UnsupportedSpaceError, CheckpointError, NonFiniteError, *_llm_errors())
+TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
+"""Flags stay flat (``--clip-coef``) although the PPO and variant fields are composed sub-configs."""
 
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
        rlkit eval RUN_DIR [--episodes N] [--seed S]
@@ -39,9 +33,10 @@ def _train(argv: list[str]) -> int:
                    f"named presets applied in order ({', '.join(PRESETS)}), e.g. --preset mujoco hp3o; "
                    "other flags override their fields.")
     with deferred_validation():
-        cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description)
+        cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
+                       config=TYRO_CONFIG)
     cfg.validate()
-    from rlkit.trainer import train
+    from rlkit.gym.trainer import train
 
     result = train(cfg)
     print(json.dumps(result.to_json()))
@@ -60,7 +55,7 @@ def _eval(argv: list[str]) -> int:
         raise ConfigError(f"--episodes must be positive, got {args.episodes}")
     import time
 
-    from rlkit.agent import Agent
+    from rlkit.gym.agent import Agent
 
     agent, cfg = Agent.load(args.run_dir)
     start = time.perf_counter()
@@ -74,11 +69,11 @@ def _eval(argv: list[str]) -> int:
 
 
 def _rlhf(argv: list[str]) -> int:
-    from rlkit.rlhf import train_rlhf
-    from rlkit.rlhf_config import RLHFConfig
+    from rlkit.rlhf.config import RLHFConfig
+    from rlkit.rlhf.trainer import train_rlhf
 
     with deferred_validation():
-        cfg = tyro.cli(RLHFConfig, args=argv, prog="rlkit rlhf",
+        cfg = tyro.cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
     cfg = cfg.replace()  # validates
     result = train_rlhf(cfg)
@@ -89,7 +84,7 @@ def _rlhf(argv: list[str]) -> int:
 def _rm(argv: list[str]) -> int:
     if not argv or argv[0] != "train":
         raise ConfigError("usage: rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR")
-    from rlkit.reward_model import RMConfig, train_reward_model
+    from rlkit.rlhf.reward_model import RMConfig, train_reward_model
 
     cfg = tyro.cli(RMConfig, args=argv[1:], prog="rlkit rm train",
                    description="Train a Bradley-Terry reward model on preference pairs.")
@@ -105,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return commands[argv[0]](argv[1:])
-    except USER_ERRORS as exc:
+    except RlkitError as exc:
         print(f"rlkit: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,0 +1,141 @@
+"""Rollout storage: preallocated ``[T, N, ...]`` CPU tensors with numpy views for the
+rollout loop, flattened into a :class:`Batch` for the update."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, NamedTuple
+
+import numpy as np
+import torch
+
+from rlkit.core.gae import compute_gae
+
+
+class Batch(NamedTuple):
+    """Flat transitions for the PPO loss (``B`` = batch or minibatch size)."""
+
+    obs: torch.Tensor
+    """``[B, obs_dim]`` float32 (normalized as the policy saw them)."""
+    actions: torch.Tensor
+    """``[B]`` int64 or ``[B, A]`` float32, unclipped samples."""
+    log_probs: torch.Tensor
+    """``[B]`` behaviour log pi(a|s)."""
+    advantages: torch.Tensor
+    """``[B]`` GAE advantages."""
+    returns: torch.Tensor
+    """``[B]`` value targets."""
+    values: torch.Tensor
+    """``[B]`` V(s) at collection time (for value clipping)."""
+
+
+class Rollout(NamedTuple):
+    """A finished rollout as the trainer hands it to its batch source."""
+
+    buffer: "RolloutBuffer"
+    last_values: np.ndarray
+    """``[N]`` V of the observations after the last step (the bootstrap)."""
+
+
+class RolloutBuffer:
+    """One rollout of ``num_steps`` x ``num_envs`` transitions."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_dim: int, action_shape: tuple[int, ...],
+                 action_dtype: torch.dtype) -> None:
+        """``action_shape`` and ``action_dtype`` of one action, as the policy head stores it."""
+        t, n = num_steps, num_envs
+        self.num_steps, self.num_envs, self.obs_dim, self.action_shape = t, n, obs_dim, tuple(action_shape)
+        self.obs = torch.zeros(t, n, obs_dim)
+        self.actions = torch.zeros((t, n, *self.action_shape), dtype=action_dtype)
+        self.log_probs = torch.zeros(t, n)
+        self.values = torch.zeros(t, n)
+        self.rewards = torch.zeros(t, n)
+        self.raw_rewards = torch.zeros(t, n)
+        self.final_values = torch.zeros(t, n)
+        self.final_obs = torch.zeros(t, n, obs_dim)
+        self.terminated = torch.zeros(t, n, dtype=torch.bool)
+        self.dones = torch.zeros(t, n, dtype=torch.bool)
+        # numpy views share memory with the tensors: writes in the rollout loop are free of torch dispatch.
+        self.np = {k: getattr(self, k).numpy() for k in
+                   ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards", "final_values", "final_obs",
+                    "terminated", "dones")}
+
+    def add_action(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray,
+                   values: np.ndarray | None) -> None:
+        """Store step ``t``'s observation and what the policy did with it (``values`` may be
+        filled later for the whole rollout, see :meth:`set_values`).
+
+        Call this *before* stepping the envs: vector envs may reuse their observation array.
+        """
+        a = self.np
+        a["obs"][t] = obs
+        a["actions"][t] = actions
+        a["log_probs"][t] = log_probs
+        if values is not None:
+            a["values"][t] = values
+
+    def set_values(self, value_fn: Callable[[np.ndarray], np.ndarray]) -> None:
+        """``values [T, N]`` = ``value_fn(obs [T*N, obs_dim])`` for the stored observations, in one pass."""
+        t, n = self.num_steps, self.num_envs
+        self.np["values"][:] = value_fn(self.np["obs"].reshape(t * n, self.obs_dim)).reshape(t, n)
+
+    def add_outcome(self, t: int, rewards: np.ndarray, raw_rewards: np.ndarray, terminated: np.ndarray,
+                    dones: np.ndarray) -> None:
+        """Store step ``t``'s rewards (as trained on, and raw) and ``terminated`` / ``dones = terminated | truncated``."""
+        a = self.np
+        a["rewards"][t] = rewards
+        a["raw_rewards"][t] = raw_rewards
+        a["terminated"][t] = terminated
+        a["dones"][t] = dones
+
+    def set_final(self, t: int, env_ids: np.ndarray, obs: np.ndarray, values: np.ndarray) -> None:
+        """Normalized final observation and its value for the sub-envs truncated at step ``t``."""
+        self.np["final_obs"][t, env_ids] = obs
+        self.np["final_values"][t, env_ids] = values
+
+    def next_values(self, last_values: np.ndarray) -> torch.Tensor:
+        """``[T, N]`` V of the true next state: the final observation where an episode ended,
+        the next stored observation otherwise, ``last_values`` after the last step."""
+        nxt = torch.empty_like(self.values)
+        nxt[:-1] = self.values[1:]
+        nxt[-1] = torch.from_numpy(np.asarray(last_values, dtype=np.float32))
+        return torch.where(self.dones, self.final_values, nxt)
+
+    def compute_batch(self, last_values: np.ndarray, gamma: float, lam: float) -> Batch:
+        """Advantages by :func:`compute_gae` and the flattened ``[T*N]`` batch."""
+        gae = compute_gae(self.rewards, self.values, self.next_values(last_values), self.terminated,
+                          self.dones, gamma, lam)
+        b = self.num_steps * self.num_envs
+        return Batch(self.obs.reshape(b, self.obs_dim), self.actions.reshape(b, *self.action_shape), self.log_probs.reshape(b),
+                     gae.advantages.reshape(b), gae.returns.reshape(b), self.values.reshape(b))
+
+
+class FullBatch:
+    """Plain PPO's batch source: every epoch runs over the whole rollout."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.pooled = batch
+
+    def epoch_batch(self) -> Batch:
+        return self.pooled
+
+
+def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Generator) -> Iterator[Batch]:
+    """One epoch of shuffled minibatches.
+
+    The fields are packed into one float matrix so an epoch costs a single gather; each
+    minibatch is a set of views. Integer actions round-trip exactly through float32.
+    """
+    b = batch.obs.shape[0]
+    action_shape, action_dtype = batch.actions.shape[1:], batch.actions.dtype
+    cols = [batch.obs, batch.actions.reshape(b, -1).float(),
+            batch.log_probs[:, None], batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]]
+    packed = torch.cat(cols, dim=1)
+    perm = torch.randperm(b, generator=generator).to(packed.device)
+    shuffled = packed.index_select(0, perm)
+    d, a = batch.obs.shape[1], cols[1].shape[1]
+    size = b // num_minibatches
+    for start in range(0, size * num_minibatches, size):
+        mb = shuffled[start:start + size]
+        actions = mb[:, d:d + a].to(action_dtype).reshape(size, *action_shape)
+        tail = mb[:, d + a:]
+        yield Batch(mb[:, :d], actions, tail[:, 0], tail[:, 1], tail[:, 2], tail[:, 3])

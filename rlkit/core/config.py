@@ -1,0 +1,195 @@
+"""The PPO hyperparameters every trainer shares, and the helpers that let a trainer's config
+compose them (and the variant options) while reading and writing as one flat record.
+
+A trainer's config holds ``ppo: PPOConfig`` and ``variants: VariantOptions`` as fields. Flags
+stay flat (``--clip-coef``, ``--outer-lr``: tyro's argument prefixes are omitted), fields read
+flat (``cfg.clip_coef``), overrides are flat (``cfg.replace(clip_coef=0.1)``), and
+``to_dict`` / ``from_dict`` write and read the flat JSON record stored in ``config.json`` and
+in checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any, Iterator, Literal, TypeVar
+
+from rlkit.errors import ConfigError
+
+_VALIDATE = contextvars.ContextVar("rlkit_validate_config", default=True)
+C = TypeVar("C")
+
+
+@contextlib.contextmanager
+def deferred_validation() -> Iterator[None]:
+    """Build configs without validating them (the CLI validates once parsing is done, so a bad
+    value is reported as rlkit's one-line error rather than the parser's)."""
+    token = _VALIDATE.set(False)
+    try:
+        yield
+    finally:
+        _VALIDATE.reset(token)
+
+
+def validation_enabled() -> bool:
+    return _VALIDATE.get()
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO's update hyperparameters (Schulman et al. 2017; details as Huang et al. 2022)."""
+
+    update_epochs: int = 4
+    """Epochs over each batch."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; must divide the batch."""
+    learning_rate: float = 2.5e-4
+    """Adam learning rate (eps 1e-5)."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    norm_adv: bool = True
+    """Normalize advantages per minibatch."""
+    clip_coef: float = 0.2
+    """Surrogate clipping coefficient epsilon (also the value clip range)."""
+    clip_vloss: bool = True
+    """Clip the value loss around the rollout's values."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient."""
+    vf_coef: float = 0.5
+    """Value loss coefficient."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    target_kl: float | None = None
+    """Stop the epochs of an update early once approx_kl exceeds this (None: never)."""
+    kernels: Literal["auto", "plain", "fast"] = "auto"
+    """Loss and optimizer implementation: plain (the formula, autograd), fast (fused kernels,
+    same numbers within rounding) or auto (fast for small MLPs on the CPU, plain otherwise)."""
+
+    def __post_init__(self) -> None:
+        if _VALIDATE.get():
+            self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (one line, naming the field) on a malformed value."""
+        for name in ("update_epochs", "num_minibatches"):
+            require_positive_int(self, name)
+        for name in ("learning_rate", "clip_coef", "max_grad_norm"):
+            value = getattr(self, name)
+            if not _is_number(value) or not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+        for name in ("ent_coef", "vf_coef"):
+            value = getattr(self, name)
+            if not _is_number(value) or not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} must be a finite non-negative number, got {value!r}")
+        for name in ("gamma", "gae_lambda"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0 <= value <= 1:
+                raise ConfigError(f"{name} must lie in [0, 1], got {value!r}")
+        if self.target_kl is not None and not (_is_number(self.target_kl) and math.isfinite(self.target_kl)
+                                               and self.target_kl > 0):
+            raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
+        if self.kernels not in ("auto", "plain", "fast"):
+            raise ConfigError(f"kernels must be auto, plain or fast, got {self.kernels!r}")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def require_positive_int(cfg: object, name: str) -> None:
+    value = getattr(cfg, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+# ---------------------------------------------------------------- composed configs
+def flat_init(cls: type[C]) -> type[C]:
+    """Class decorator: the dataclass constructor also takes the sub-configs' fields flat,
+    ``TrainConfig(env=..., learning_rate=3e-4, outer_lr=1.5)``. (The signature tools see stays
+    the generated one, so tyro builds the nested form.)"""
+    generated = cls.__init__
+
+    @functools.wraps(generated)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        names = flat_field_names(cls)
+        defaults = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        for part in ("ppo", "variants"):
+            sub = {k: kwargs.pop(k) for k in list(kwargs) if names.get(k) == part}
+            if sub:
+                base = kwargs[part] if part in kwargs else defaults[part].default_factory()  # type: ignore[misc]
+                kwargs[part] = dataclasses.replace(base, **sub)
+        generated(self, *args, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[assignment]
+    return cls
+
+
+def flat_field_names(cls: type) -> dict[str, str | None]:
+    """Every flat field name -> the sub-config holding it (None: the config's own field)."""
+    names: dict[str, str | None] = {}
+    for f in dataclasses.fields(cls):
+        if f.name in ("ppo", "variants"):
+            names.update({g.name: f.name for g in dataclasses.fields(f.default_factory())})  # type: ignore[misc]
+        else:
+            names[f.name] = None
+    return names
+
+
+def composed_getattr(cfg: object, name: str) -> Any:
+    """Flat read access to a field of a composed sub-config (``cfg.clip_coef``)."""
+    for part in ("ppo", "variants"):
+        try:
+            sub = object.__getattribute__(cfg, part)
+        except AttributeError:
+            continue
+        if name in sub.__dataclass_fields__:
+            return getattr(sub, name)
+    raise AttributeError(f"{type(cfg).__name__!r} object has no attribute {name!r}")
+
+
+def composed_replace(cfg: C, overrides: dict[str, Any]) -> C:
+    """A copy of ``cfg`` with flat field overrides routed to their sub-configs (validated again)."""
+    names = flat_field_names(type(cfg))
+    unknown = set(overrides) - set(names) - {"ppo", "variants"}
+    if unknown:
+        raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+    own = {k: v for k, v in overrides.items() if names.get(k) is None}
+    for part in ("ppo", "variants"):
+        sub_overrides = {k: v for k, v in overrides.items() if names.get(k) == part}
+        if sub_overrides:
+            own[part] = dataclasses.replace(own.get(part, getattr(cfg, part)), **sub_overrides)
+    try:
+        return dataclasses.replace(cfg, **own)  # type: ignore[type-var]
+    except TypeError as exc:
+        raise ConfigError(f"bad config: {exc}") from None
+
+
+def composed_to_dict(cfg: object) -> dict[str, Any]:
+    """The flat record: the config's own fields with each sub-config's fields in place."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):  # type: ignore[arg-type]
+        value = getattr(cfg, f.name)
+        out.update(dataclasses.asdict(value) if f.name in ("ppo", "variants") else {f.name: value})
+    return out
+
+
+def composed_from_dict(cls: type[C], data: dict[str, Any]) -> C:
+    """Inverse of :func:`composed_to_dict` (JSON lists back to tuples); unknown fields are an error."""
+    names = flat_field_names(cls)
+    unknown = set(data) - set(names)
+    if unknown:
+        raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
+    types = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    data = {k: tuple(v) if isinstance(v, list) and "tuple" in str(types.get(k, "")) else v for k, v in data.items()}
+    kwargs: dict[str, Any] = {k: v for k, v in data.items() if names[k] is None}
+    with deferred_validation():
+        base = cls(**kwargs)
+    return composed_replace(base, {k: v for k, v in data.items() if names[k] is not None})

@@ -1,0 +1,223 @@
+"""Policy heads: the only way PPO touches an action distribution.
+
+A head turns the actor's output (``params``: logits or means, ``[B, out_dim]``) into
+``sample``, ``log_prob``, ``entropy`` and ``mode``, says how its actions are stored
+(``action_shape``, ``action_dtype``) and gives a numpy sampler for acting. Log-probabilities
+and entropies are summed over action dimensions. The math is written out (no
+``torch.distributions`` objects on the hot path) and tested against ``torch.distributions``.
+
+A new head is a class with the :class:`PolicyHead` members plus one :func:`register_head`
+call; nothing else in rlkit branches on the kind of head.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple, Protocol
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from rlkit.errors import UnsupportedSpaceError
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+class NumpySample(NamedTuple):
+    actions: np.ndarray
+    """``[N]`` int64 or ``[N, A]`` float32, as sampled (unclipped)."""
+    log_probs: np.ndarray
+    """``[N]`` log pi(a|s)."""
+
+
+class NumpySampler(Protocol):
+    """Acting in numpy on a frozen copy of the head (see :class:`rlkit.gym.policies.NumpyActor`)."""
+
+    def sample(self, out: np.ndarray, rng: np.random.Generator) -> NumpySample: ...
+
+    def mode(self, out: np.ndarray) -> np.ndarray: ...
+
+
+class PolicyHead(Protocol):
+    """What the buffer, the loss and the actors need from an action distribution."""
+
+    out_dim: int
+    """Width of the actor's output the head reads."""
+    action_shape: tuple[int, ...]
+    """Shape of one stored action (``()`` for a discrete action)."""
+    action_dtype: torch.dtype
+
+    def sample(self, params: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor: ...
+
+    def log_prob(self, params: torch.Tensor, actions: torch.Tensor) -> torch.Tensor: ...
+
+    def entropy(self, params: torch.Tensor) -> torch.Tensor: ...
+
+    def log_prob_entropy(self, params: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def mode(self, params: torch.Tensor) -> torch.Tensor: ...
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray: ...
+
+    def numpy_sampler(self) -> NumpySampler: ...
+
+    def parameters(self): ...
+
+
+class CategoricalHead(nn.Module):
+    """Categorical over ``n`` actions (``Discrete``); params are logits ``[B, n]``."""
+
+    action_shape: tuple[int, ...] = ()
+    action_dtype = torch.int64
+
+    def __init__(self, n: int, start: int = 0) -> None:
+        super().__init__()
+        self.n, self.start = n, start
+
+    @property
+    def out_dim(self) -> int:
+        return self.n
+
+    def sample(self, logits: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``[B]`` int64 actions."""
+        probs = torch.softmax(logits, dim=-1)
+        return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+    def log_prob(self, logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """``[B]`` log pi(a|s) for int actions ``[B]``."""
+        logp = torch.log_softmax(logits, dim=-1)
+        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self, logits: torch.Tensor) -> torch.Tensor:
+        """``[B]`` entropy ``-sum(p log p)``."""
+        logp = torch.log_softmax(logits, dim=-1)
+        return -(logp.exp() * logp).sum(-1)
+
+    def log_prob_entropy(self, logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log_prob`` and ``entropy`` from one log-softmax (the PPO loss needs both)."""
+        logp = torch.log_softmax(logits, dim=-1)
+        return logp.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1), -(logp.exp() * logp).sum(-1)
+
+    def mode(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits.argmax(-1)
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        return actions + self.start if self.start else actions
+
+    def numpy_sampler(self) -> NumpySampler:
+        return _NumpyCategorical()
+
+
+class _NumpyCategorical:
+    def __init__(self) -> None:
+        self._rows = np.arange(0)
+
+    def sample(self, out: np.ndarray, rng: np.random.Generator) -> NumpySample:
+        z = out - out.max(-1, keepdims=True)
+        cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
+        total = cdf[:, -1]
+        # Inverse-CDF sampling: one uniform per row (clamped against float rounding at the top).
+        u = rng.random(len(out), dtype=np.float32)
+        u *= total
+        actions = (u[:, None] >= cdf).sum(-1)
+        np.minimum(actions, out.shape[1] - 1, out=actions)
+        if len(self._rows) != len(out):
+            self._rows = np.arange(len(out))
+        return NumpySample(actions, z[self._rows, actions] - np.log(total))
+
+    def mode(self, out: np.ndarray) -> np.ndarray:
+        return out.argmax(-1)
+
+
+class DiagGaussianHead(nn.Module):
+    """Diagonal Gaussian with a state-independent log-std (``Box``); params are means ``[B, A]``.
+
+    Samples are stored unclipped; ``to_env`` clips them to the Box bounds (clipping before
+    storing would bias the log-probabilities of actions at the bounds).
+    """
+
+    action_dtype = torch.float32
+
+    def __init__(self, action_dim: int, low: np.ndarray, high: np.ndarray, init_log_std: float = 0.0) -> None:
+        super().__init__()
+        self.action_dim = action_dim
+        self.action_shape = (action_dim,)
+        self.log_std = nn.Parameter(torch.full((action_dim,), float(init_log_std)))
+        self.low = np.asarray(low, dtype=np.float32).reshape(-1)
+        self.high = np.asarray(high, dtype=np.float32).reshape(-1)
+
+    @property
+    def out_dim(self) -> int:
+        return self.action_dim
+
+    def sample(self, mean: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        noise = torch.randn(mean.shape, generator=generator, device=mean.device, dtype=mean.dtype)
+        return mean + noise * self.log_std.exp()
+
+    def log_prob(self, mean: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        z = (actions - mean) * torch.exp(-self.log_std)
+        return (-0.5 * z.square() - self.log_std).sum(-1) - self.action_dim * _LOG_SQRT_2PI
+
+    def entropy(self, mean: torch.Tensor) -> torch.Tensor:
+        per_dim = self.log_std.sum() + self.action_dim * (0.5 + _LOG_SQRT_2PI)
+        return per_dim.expand(mean.shape[0])
+
+    def log_prob_entropy(self, mean: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``log_prob`` and ``entropy`` together (the PPO loss needs both)."""
+        return self.log_prob(mean, actions), self.entropy(mean)
+
+    def mode(self, mean: torch.Tensor) -> torch.Tensor:
+        return mean
+
+    def to_env(self, actions: np.ndarray) -> np.ndarray:
+        """A clipped copy for the env (the stored sample stays unclipped)."""
+        return np.minimum(np.maximum(actions, self.low), self.high)
+
+    def numpy_sampler(self) -> NumpySampler:
+        return _NumpyGaussian(self.log_std.detach().cpu().numpy().astype(np.float32))
+
+
+class _NumpyGaussian:
+    def __init__(self, log_std: np.ndarray) -> None:
+        self.std = np.exp(log_std)
+        self.log_norm = np.float32(log_std.sum() + 0.5 * len(log_std) * math.log(2 * math.pi))
+
+    def sample(self, out: np.ndarray, rng: np.random.Generator) -> NumpySample:
+        noise = rng.standard_normal(out.shape, dtype=np.float32)
+        actions = out + noise * self.std
+        log_probs = (-0.5 * np.square(noise)).sum(-1) - self.log_norm
+        return NumpySample(actions.astype(np.float32, copy=False), log_probs.astype(np.float32, copy=False))
+
+    def mode(self, out: np.ndarray) -> np.ndarray:
+        return out
+
+
+HeadFactory = Callable[[gym.Space], PolicyHead]
+_HEADS: list[tuple[type[gym.Space], HeadFactory]] = []
+
+
+def register_head(space_type: type[gym.Space], factory: HeadFactory) -> None:
+    """Make ``factory(space)`` the head for action spaces of ``space_type`` (later registrations win)."""
+    _HEADS.insert(0, (space_type, factory))
+
+
+def make_head(space: gym.Space) -> PolicyHead:
+    """The head for an action space; any other space is a one-line error naming it."""
+    for space_type, factory in _HEADS:
+        if isinstance(space, space_type):
+            return factory(space)
+    names = ", ".join(sorted({t.__name__ for t, _ in _HEADS}))
+    raise UnsupportedSpaceError(f"unsupported action space {space}: rlkit has heads for {names} actions")
+
+
+def _box_head(space: gym.Space) -> PolicyHead:
+    assert isinstance(space, gym.spaces.Box)
+    if len(space.shape) != 1:
+        raise UnsupportedSpaceError(f"unsupported action space {space}: Box actions must be 1-D")
+    return DiagGaussianHead(space.shape[0], space.low, space.high)
+
+
+register_head(gym.spaces.Discrete, lambda space: CategoricalHead(int(space.n), int(space.start)))
+register_head(gym.spaces.Box, _box_head)

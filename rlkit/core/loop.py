@@ -1,0 +1,132 @@
+"""The run loop both trainers use: seeding, the run directory (new or resumed), logging,
+learning-rate annealing, checkpoint cadence and the result file.
+
+A trainer provides :class:`Iterating`: one update at a time (``iterate``), its checkpoint
+(``save``) and what follows a checkpoint. Everything around it is here, once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple, Protocol
+
+import torch
+from tqdm import tqdm
+
+from rlkit.core.optim import Optimizer
+from rlkit.io.checkpoint import new_run_dir, run_dir_of
+from rlkit.io.logger import Logger
+
+
+class Iteration(NamedTuple):
+    """What one update reports to the loop."""
+
+    stats: dict[str, float]
+    """Scalars to log (``charts/``, ``losses/``, a variant's group)."""
+    step: int
+    """The x-axis value to log them at (env steps, or iterations)."""
+    units: float
+    """Environment steps this update took (for ``charts/steps_per_second`` and the progress bar)."""
+    postfix: str | None = None
+    """Shown beside the progress bar (e.g. the recent return)."""
+
+
+class Iterating(Protocol):
+    updates_done: int
+    seconds: float
+    """Seconds spent in updates so far (across resumes)."""
+
+    def iterate(self) -> Iteration: ...
+
+    def after_update(self, stats: dict[str, float], logger: Logger) -> None: ...
+
+    def save(self) -> Path: ...
+
+    def after_checkpoint(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class Schedule:
+    num_updates: int
+    learning_rate: float
+    anneal_lr: bool
+    checkpoint_every: int
+    """Updates between checkpoints (0: none); one is also written after the last update."""
+    progress_total: float | None = None
+    """Environment steps in the whole run for a progress bar on a terminal (None: no bar)."""
+
+    def lr(self, updates_done: int) -> float:
+        """Linear annealing to 0 over the run (or the constant rate)."""
+        if not self.anneal_lr:
+            return self.learning_rate
+        return self.learning_rate * (1.0 - updates_done / self.num_updates)
+
+    def checkpoint_due(self, updates_done: int) -> bool:
+        return bool(self.checkpoint_every) and (updates_done % self.checkpoint_every == 0
+                                                or updates_done == self.num_updates)
+
+
+def seed_and_threads(seed: int, threads: int) -> None:
+    """Torch's global seed and intra-op thread count for this run."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+
+
+def open_run_dir(logdir: str, name: str, resume: str | None) -> Path:
+    """The resumed run's directory, or a new ``logdir/name`` (never one that has checkpoints)."""
+    return run_dir_of(resume) if resume else new_run_dir(logdir, name)
+
+
+def timestamp() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any], variant: str,
+                metric_tags: list[str]) -> Logger:
+    """The run's TensorBoard logger. A fresh run also writes its hparams and ``config.json``;
+    a resumed one purges the events a killed run wrote after ``resumed_at``."""
+    logger = Logger(str(run_dir), purge_step=resumed_at + 1 if resumed_at is not None else None)
+    if resumed_at is None:
+        logger.hparams({"variant": variant, **config}, metric_tags)
+        (run_dir / "config.json").write_text(json.dumps(dict(config), indent=1))
+    return logger
+
+
+def run_updates(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Schedule,
+                progress: bool = False, initial_units: float = 0) -> None:
+    """Update until ``schedule.num_updates``: set the learning rate, time and log each update,
+    checkpoint on the cadence (the log is flushed first, so everything up to a checkpoint is on
+    disk before the checkpoint exists)."""
+    bar = tqdm(total=schedule.progress_total, initial=initial_units, unit="step", dynamic_ncols=True,
+               disable=not (progress and schedule.progress_total and sys.stderr.isatty()))
+    try:
+        while trainer.updates_done < schedule.num_updates:
+            start = time.perf_counter()
+            lr = schedule.lr(trainer.updates_done)
+            optimizer.param_groups[0]["lr"] = lr
+            stats, step, units, postfix = trainer.iterate()
+            seconds = time.perf_counter() - start
+            trainer.seconds += seconds
+            stats["charts/learning_rate"] = lr
+            stats["charts/steps_per_second"] = units / seconds
+            logger.scalars(stats, step)
+            trainer.after_update(stats, logger)
+            bar.update(units)
+            if postfix:
+                bar.set_postfix_str(postfix, refresh=False)
+            if schedule.checkpoint_due(trainer.updates_done):
+                logger.flush()
+                trainer.save()
+                if trainer.updates_done < schedule.num_updates:
+                    trainer.after_checkpoint()
+    finally:
+        bar.close()
+
+
+def write_result(run_dir: Path, result: Mapping[str, Any]) -> None:
+    """``result.json`` (what the CLI prints as one line)."""
+    (run_dir / "result.json").write_text(json.dumps(dict(result), indent=1))

@@ -1,0 +1,93 @@
+"""The PPO loss (Schulman et al. 2017, eq. 9) written as the formula, with autograd.
+
+For one minibatch of ``B`` transitions, with ``r = pi(a|s) / pi_behaviour(a|s)``:
+
+- clipped surrogate: ``L_clip = mean(max(-A r, -A clip(r, 1 - eps, 1 + eps)))``
+- value loss: ``L_v = 0.5 mean((V - R)^2)``, or with value clipping (the PPO implementations'
+  detail, Huang et al. 2022) ``0.5 mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))``
+- entropy bonus: ``H = mean(entropy)``
+- ``loss = L_clip - ent_coef * H + vf_coef * L_v``
+
+This is the primary path (language models use it). :func:`rlkit.fast.loss.fused_ppo_loss`
+computes the same numbers with its gradient written out, for small CPU minibatches where
+per-op cost dominates; the two are tested equal.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol
+
+import torch
+
+from rlkit.core.buffer import Batch
+from rlkit.core.heads import PolicyHead
+
+
+class LossOutput(NamedTuple):
+    loss: torch.Tensor
+    """Scalar to minimize: pg_loss - ent_coef * entropy + vf_coef * v_loss."""
+    pg_loss: torch.Tensor
+    v_loss: torch.Tensor
+    entropy: torch.Tensor
+    log_ratio: torch.Tensor
+    """``[B]`` log(pi_new / pi_behaviour), detached: feed :func:`ratio_stats` (once per epoch,
+    not per minibatch, to keep the hot loop short)."""
+
+
+class LossFn(Protocol):
+    """The signature both loss implementations share."""
+
+    def __call__(self, head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
+                 clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float,
+                 norm_adv: bool) -> LossOutput: ...
+
+
+class RatioStats(NamedTuple):
+    approx_kl: torch.Tensor
+    """k3 estimator of KL(old || new), ``mean((r - 1) - log r)``."""
+    clipfrac: torch.Tensor
+    """Fraction of samples with ``|r - 1| > clip_coef``."""
+
+
+@torch.no_grad()
+def ratio_stats(log_ratio: torch.Tensor, clip_coef: float) -> RatioStats:
+    ratio = log_ratio.exp()
+    return RatioStats(((ratio - 1) - log_ratio).mean(), ((ratio - 1).abs() > clip_coef).float().mean())
+
+
+def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
+    """``mean(max(-A * r, -A * clip(r, 1 - eps, 1 + eps)))`` over ``[B]`` ratios and advantages."""
+    return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+
+
+def value_loss(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip_coef: float,
+               clip_vloss: bool) -> torch.Tensor:
+    """``0.5 mean((V - R)^2)``, or the pessimistic max with V clipped to ``V_old +- clip_coef``."""
+    v_sq = (new_values - returns).square()
+    if not clip_vloss:
+        return 0.5 * v_sq.mean()
+    clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef)
+    return 0.5 * torch.max(v_sq, (clipped - returns).square()).mean()
+
+
+def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """``(A - mean) / (std + 1e-8)`` over the minibatch (a PPO implementation detail)."""
+    std, mean = torch.std_mean(advantages)
+    return (advantages - mean) / (std + 1e-8)
+
+
+def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
+             clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool) -> LossOutput:
+    """PPO loss for one minibatch given the current network outputs on ``mb.obs``.
+
+    ``dist_params [B, out_dim]`` and ``new_values [B]`` come from the policy being trained;
+    ``mb`` holds the behaviour log-probs, advantages, returns and old values ``[B]``.
+    """
+    new_log_probs, entropy = head.log_prob_entropy(dist_params, mb.actions)
+    advantages = normalize_advantages(mb.advantages) if norm_adv else mb.advantages
+    log_ratio = new_log_probs - mb.log_probs
+    pg_loss = clipped_surrogate(log_ratio.exp(), advantages, clip_coef)
+    v_loss = value_loss(new_values, mb.values, mb.returns, clip_coef, clip_vloss)
+    entropy = entropy.mean()
+    loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
+    return LossOutput(loss, pg_loss.detach(), v_loss.detach(), entropy.detach(), log_ratio.detach())

@@ -1,0 +1,63 @@
+"""The PPO update, shared by every trainer (Gymnasium and token-level LLM envs).
+
+Epochs of minibatch steps: forward, loss (:func:`rlkit.core.loss.ppo_loss`, or the fused
+kernel with the same numbers), backward, global grad-norm clip, Adam step; optional early
+stop on the epoch's approx_kl. What a minibatch is (transitions for MLP
+policies, whole sequences for language models) and how the network is run on it are the
+caller's: ``epoch_minibatches()`` yields minibatches and ``forward(mb)`` returns the
+distribution parameters, values and the :class:`Batch` of targets for its transitions.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, TypeVar
+
+import torch
+
+from rlkit.core.buffer import Batch
+from rlkit.core.config import PPOConfig
+from rlkit.core.heads import PolicyHead
+from rlkit.core.loss import LossFn, ppo_loss, ratio_stats
+from rlkit.core.optim import FlatParameters, Optimizer
+from rlkit.errors import NonFiniteError
+
+MB = TypeVar("MB")
+
+
+def ppo_epochs(epoch_minibatches: Callable[[], Iterable[MB]],
+               forward: Callable[[MB], tuple[torch.Tensor, torch.Tensor, Batch]], head: PolicyHead,
+               flat: FlatParameters, optimizer: Optimizer, hp: PPOConfig,
+               update_number: int, loss_fn: LossFn = ppo_loss) -> dict[str, float]:
+    """Run the epochs; returns mean ``losses/`` statistics (approx_kl and clipfrac of the last epoch)."""
+    losses: list[torch.Tensor] = []
+    epochs = 0
+    for _ in range(hp.update_epochs):
+        log_ratios = []
+        for mb in epoch_minibatches():
+            dist_params, values, targets = forward(mb)
+            out = loss_fn(head, dist_params, values, targets, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
+                           ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv)
+            flat.zero_grad()
+            out.loss.backward()
+            grad_norm = flat.clip_grad_norm_(hp.max_grad_norm)
+            optimizer.step()
+            losses += [out.loss.detach(), out.pg_loss, out.v_loss, out.entropy, grad_norm]
+            log_ratios.append(out.log_ratio)
+        epochs += 1
+        kl = ratio_stats(torch.cat(log_ratios), hp.clip_coef)
+        if hp.target_kl is not None and kl.approx_kl.item() > hp.target_kl:
+            break  # early stop on the epoch's approx_kl (over all its minibatches)
+    mean = torch.stack(losses).view(-1, 5).mean(0).float().cpu()
+    if not torch.isfinite(mean).all():
+        raise NonFiniteError(f"non-finite loss during update {update_number}")
+    names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
+    stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
+    stats["losses/approx_kl"], stats["losses/clipfrac"] = float(kl.approx_kl), float(kl.clipfrac)
+    stats["losses/epochs"] = float(epochs)
+    return stats
+
+
+def explained_variance(returns: torch.Tensor, values: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)`` (NaN when the returns are constant)."""
+    var_y = returns.var()
+    return float(1 - (returns - values).var() / var_y) if var_y > 0 else float("nan")

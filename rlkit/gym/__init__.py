@@ -1,0 +1,4 @@
+"""PPO on vectorized Gymnasium environments: :mod:`~rlkit.gym.trainer` (env -> buffer ->
+advantages -> update), :mod:`~rlkit.gym.policies` (MLP actor-critic, numpy acting),
+:mod:`~rlkit.gym.agent` (a trained agent), :mod:`~rlkit.gym.config` (config and presets),
+:mod:`~rlkit.gym.envs` (vector envs with clear errors)."""

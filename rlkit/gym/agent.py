@@ -1,0 +1,92 @@
+"""A trained agent: policy + frozen observation normalization, loadable from a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import gymnasium as gym
+import numpy as np
+from rlkit.core.normalization import ObsNormalizer
+from rlkit.gym.config import TrainConfig
+from rlkit.gym.envs import check_env_id
+from rlkit.gym.policies import MLPActorCritic
+from rlkit.io.checkpoint import load_checkpoint
+
+
+class EvalResult(NamedTuple):
+    returns: list[float]
+    lengths: list[int]
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.returns))
+
+    @property
+    def std(self) -> float:
+        return float(np.std(self.returns))
+
+
+class Agent:
+    """Acts with the trained policy; normalization statistics are frozen."""
+
+    def __init__(self, model: MLPActorCritic, obs_norm: ObsNormalizer, obs_shape: tuple[int, ...]) -> None:
+        self.model, self.obs_norm, self.obs_shape = model, obs_norm, tuple(obs_shape)
+        self.actor = model.snapshot()
+
+    def act(self, obs: np.ndarray, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Env-ready action(s) for one observation or a batch ``[N, *obs_shape]``."""
+        obs = np.asarray(obs, dtype=np.float32)
+        single = obs.ndim == len(self.obs_shape)
+        batch = obs.reshape(1 if single else obs.shape[0], -1)
+        x = self.obs_norm(batch, update=False)
+        if deterministic:
+            actions = self.actor.mode(x)
+        else:
+            actions = self.actor.act(x, rng if rng is not None else np.random.default_rng()).actions
+        actions = self.model.head.to_env(actions)
+        return actions[0] if single else actions
+
+    def evaluate(self, env_id: str, episodes: int, seed: int = 0) -> EvalResult:
+        """Deterministic returns over ``episodes`` episodes (seeds ``seed, seed+1, ...``)."""
+        check_env_id(env_id)
+        env = gym.make(env_id)
+        returns, lengths = [], []
+        try:
+            for i in range(episodes):
+                obs, _ = env.reset(seed=seed + i)
+                total, steps, done = 0.0, 0, False
+                while not done:
+                    obs, reward, terminated, truncated, _ = env.step(self.act(obs))
+                    total += float(reward)
+                    steps += 1
+                    done = terminated or truncated
+                returns.append(total)
+                lengths.append(steps)
+        finally:
+            env.close()
+        return EvalResult(returns, lengths)
+
+    @classmethod
+    def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":
+        return cls(MLPActorCritic(obs_space, action_space, cfg.hidden_sizes),
+                   ObsNormalizer((int(np.prod(obs_space.shape)),), cfg.norm_obs), obs_space.shape)
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> tuple["Agent", TrainConfig]:
+        """The agent saved in a run directory (latest checkpoint) and its config."""
+        tensors, state, _ = load_checkpoint(run_dir)
+        cfg = TrainConfig.from_dict(state["config"])
+        check_env_id(cfg.env)
+        env = gym.make(cfg.env)
+        agent = cls.build(cfg, env.observation_space, env.action_space)
+        env.close()
+        agent.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+        agent.obs_norm.load_state_dict(state["obs_norm"])
+        agent.actor = agent.model.snapshot()
+        return agent, cfg
+
+
+def load_agent(run_dir: str | Path) -> Agent:
+    return Agent.load(run_dir)[0]
+

@@ -1,0 +1,172 @@
+"""Frozen run configuration for PPO on Gymnasium environments, and its presets.
+
+Every field's docstring is the ``--help`` text of ``rlkit train`` (tyro reads them). The PPO
+hyperparameters (:class:`rlkit.core.config.PPOConfig`) and the variant options
+(:class:`rlkit.variants.options.VariantOptions`) are composed in, and read, override and
+serialize as flat fields (``cfg.clip_coef``, ``--clip-coef``, ``replace(clip_coef=...)``).
+Validation raises :class:`rlkit.errors.ConfigError`, a one-line error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlkit.core.config import (PPOConfig, composed_from_dict, composed_getattr, composed_replace, composed_to_dict,
+                               deferred_validation, flat_init, require_positive_int, validation_enabled)
+from rlkit.errors import ConfigError
+from rlkit.variants.options import VariantOptions
+
+__all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
+
+
+@flat_init
+@dataclass(frozen=True)
+class TrainConfig:
+    """PPO on a vectorized Gymnasium environment."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium environment id."""
+    seed: int = 1
+    """Seed for torch, numpy and the environments; equal seeds give bit-identical runs on CPU."""
+    total_steps: int = 500_000
+    """Total environment steps (summed over all sub-environments; rounded down to whole rollouts)."""
+    num_envs: int = 4
+    """Number of parallel sub-environments."""
+    num_steps: int = 128
+    """Rollout length per sub-environment between updates."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """PPO update hyperparameters."""
+    variants: VariantOptions = field(default_factory=VariantOptions)
+    """Outer-PPO and HP3O switches."""
+    norm_obs: bool = False
+    """Normalize observations with running statistics (clipped to +-10), saved in checkpoints."""
+    norm_reward: bool = False
+    """Scale rewards by the running std of the discounted return (clipped to +-10)."""
+    async_envs: bool = False
+    """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the separate actor and critic MLPs (tanh)."""
+    logdir: str = "runs"
+    """Directory under which each run gets its own folder."""
+    run_name: str | None = None
+    """Run folder name (default: {env}__{variant}__{seed}__{timestamp})."""
+    resume: str | None = None
+    """Run directory (or checkpoint directory) to continue from."""
+    checkpoint_every: int = 50_000
+    """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
+    eval_episodes: int = 10
+    """Episodes of deterministic evaluation at the end of training (0: skip, returns NaN)."""
+    eval_every: int = 0
+    """Also evaluate (eval_episodes deterministic episodes) every this many env steps during training,
+    logged as eval/return_mean (0: only at the end). Outside the timed span; training is unaffected."""
+    device: str = "auto"
+    """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
+    torch_threads: int = 1
+    """Torch intra-op threads (1 is fastest beside env workers on small machines)."""
+    progress: bool = True
+    """Show a progress bar when stderr is a terminal."""
+
+    def __post_init__(self) -> None:
+        if validation_enabled():
+            self.validate()
+
+    def __getattr__(self, name: str) -> Any:
+        return composed_getattr(self, name)
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (one line, naming the field) on any malformed value."""
+        self.ppo.validate()
+        self.variants.validate()
+        for name in ("total_steps", "num_envs", "num_steps", "checkpoint_every", "torch_threads"):
+            require_positive_int(self, name)
+        for name in ("eval_episodes", "eval_every"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.update_batch_size % self.num_minibatches:
+            what = "hp3o_samples" if self.hp3o else "num_envs*num_steps"
+            raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide the batch "
+                              f"{what}={self.update_batch_size}")
+        if self.total_steps < self.batch_size:
+            raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
+                              f"({self.batch_size} steps)")
+        if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
+            raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+
+    @property
+    def variant(self) -> str:
+        """The variant's short name (``ppo``, ``outer-lr1.5``, ``hp3o+``, ...)."""
+        return self.variants.name
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per rollout, num_envs * num_steps."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def update_batch_size(self) -> int:
+        """Transitions per epoch of the update: the rollout, or HP3O's hybrid sample."""
+        return self.hp3o_samples if self.hp3o else self.batch_size
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.update_batch_size // self.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // self.batch_size
+
+    @property
+    def checkpoint_every_updates(self) -> int:
+        return max(1, self.checkpoint_every // self.batch_size)
+
+    def replace(self, **overrides: object) -> "TrainConfig":
+        """A copy with some (flat) fields changed, validated again."""
+        return composed_replace(self, overrides)
+
+    def to_dict(self) -> dict[str, object]:
+        """The flat record written to ``config.json`` and checkpoints."""
+        return composed_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> "TrainConfig":
+        return composed_from_dict(cls, data)
+
+
+PRESETS: dict[str, dict[str, object]] = {
+    # CleanRL ppo.py classic-control defaults.
+    "cartpole": dict(env="CartPole-v1", total_steps=500_000, num_envs=4, num_steps=128,
+                     num_minibatches=4, update_epochs=4, learning_rate=2.5e-4, anneal_lr=True,
+                     ent_coef=0.01, norm_obs=False, norm_reward=False),
+    # PPO paper (Schulman et al. 2017) MuJoCo settings, as in CleanRL ppo_continuous_action.py.
+    "mujoco": dict(env="Hopper-v5", total_steps=1_000_000, num_envs=1, num_steps=2048,
+                   num_minibatches=32, update_epochs=10, learning_rate=3e-4, anneal_lr=True,
+                   ent_coef=0.0, norm_obs=True, norm_reward=True, checkpoint_every=100_000),
+}
+
+
+# Variant presets set only algorithm fields, so they stack on an env preset:
+# ``preset("mujoco", "hp3o")`` or ``rlkit train --preset mujoco hp3o``.
+PRESETS.update({
+    "ppo": dict(),
+    "outer-lr": dict(outer=True, outer_lr=1.5),
+    "outer-nesterov": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_nesterov=True),
+    "outer-biased": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_bias=0.5),
+    # The HP3O authors' buffer and sampling sizes: 20 trajectories, k = 5, 1280 transitions per
+    # epoch, minibatch 128 (10 minibatches), 10 epochs.
+    "hp3o": dict(hp3o=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280,
+                 num_minibatches=10, update_epochs=10),
+    "hp3o-plus": dict(hp3o=True, hp3o_plus=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280,
+                      num_minibatches=10, update_epochs=10),
+})
+
+
+def preset(*names: str, **overrides: object) -> TrainConfig:
+    """Named presets applied in order, then field overrides, e.g.
+    ``preset("mujoco", "outer-nesterov", env="Walker2d-v5")``."""
+    fields: dict[str, object] = {}
+    for name in names:
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+        fields.update(PRESETS[name])
+    return TrainConfig().replace(**{**fields, **overrides})

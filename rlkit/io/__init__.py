@@ -1,0 +1,1 @@
+"""Persistence: checkpoints (safetensors + JSON) and TensorBoard logging."""

@@ -1,0 +1,83 @@
+"""Building the pieces of an RLHF run from its config: prompts, the policy and its frozen
+reference (or LoRA adapters over one shared copy), the tokenizer and the reward."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+
+from rlkit.errors import ConfigError
+from rlkit.rlhf.config import RLHFConfig
+from rlkit.rlhf.models import load_model
+from rlkit.rlhf.reward_model import RewardModelScorer
+from rlkit.rlhf.score_norm import NORMALIZATION_FILE, ScoreNormalization
+
+
+def read_prompts(path: str) -> list[str]:
+    """Prompts from a .txt (one per line) or .jsonl (``{"prompt": ...}``) file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"prompt file {path!r} not found")
+    lines = [line for line in file.read_text().splitlines() if line.strip()]
+    prompts = [json.loads(line)["prompt"] for line in lines] if file.suffix == ".jsonl" else lines
+    if not prompts:
+        raise ConfigError(f"prompt file {path!r} is empty")
+    return prompts
+
+
+class PolicyParts(NamedTuple):
+    policy: torch.nn.Module
+    """The trained causal LM (float32 master weights)."""
+    reference: torch.nn.Module | None
+    """A frozen copy of its initial weights (None under LoRA: the base with adapters off)."""
+    peft: Any
+    """The peft wrapper under LoRA (None otherwise)."""
+
+
+def load_policy(cfg: RLHFConfig, policy: torch.nn.Module | None, device: torch.device) -> torch.nn.Module:
+    """The policy in float32 (mixed precision keeps master weights in float32: the reference is
+    copied from them, so the KL is exactly 0 at the start in every dtype; measured on a tiny LM,
+    pure-bf16 weights at lr 1e-5 left 86% of them unchanged after 3 updates)."""
+    if policy is None:
+        policy = load_model(cfg.policy, "causal-lm", torch.float32, str(device))
+    return policy.float()
+
+
+def wrap_policy(cfg: RLHFConfig, policy: torch.nn.Module, device: torch.device) -> PolicyParts:
+    """The trained module and the reference: a frozen copy, or LoRA adapters over one copy."""
+    if not cfg.lora_r:
+        reference = copy.deepcopy(policy).to(device).eval().requires_grad_(False)
+        policy.requires_grad_(True)
+        return PolicyParts(policy, reference, None)
+    # LoRA (peft): only the adapters train; the reference is the same weights with the adapters
+    # disabled, so there is one copy of the model.
+    from peft import LoraConfig, get_peft_model
+
+    wrapped = get_peft_model(policy, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                                                target_modules=list(cfg.lora_targets) or "all-linear"))
+    return PolicyParts(wrapped.get_base_model(), None, wrapped)
+
+
+def build_tokenizer(cfg: RLHFConfig, tokenizer: Any) -> Any:
+    if tokenizer is not None:
+        return tokenizer
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(cfg.policy)
+
+
+def build_reward(cfg: RLHFConfig, reward: Any, tokenizer: Any, device: torch.device) -> Any:
+    """``reward`` as given, or a :class:`RewardModelScorer` over ``cfg.reward_model`` with the
+    score normalization saved beside it (when there is one)."""
+    if reward is not None:
+        return reward
+    if not cfg.reward_model:
+        raise ConfigError("no reward: set reward_model or pass reward= (a callable (prompts, responses) -> scores)")
+    norm_file = Path(cfg.reward_model) / NORMALIZATION_FILE
+    model = load_model(cfg.reward_model, "seq-cls", getattr(torch, cfg.dtype), str(device))
+    return RewardModelScorer(model, tokenizer,
+                             normalization=ScoreNormalization.load(norm_file) if norm_file.is_file() else None)

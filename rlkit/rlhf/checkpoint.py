@@ -1,0 +1,91 @@
+"""Resumable checkpoints of RLHF runs, in the core's format (:mod:`rlkit.io.checkpoint`).
+
+What a checkpoint holds: the trainable parameters as the one flat vector the optimizer
+steps (all weights, or the LoRA adapters, plus the value head / critic), Adam's state, the
+adaptive-KL beta, every variant's state (Outer-PPO's optimizer, HP3O's stored responses),
+every random stream (the sampling/minibatch generator, torch's global one, numpy's, each
+sub-env's prompt stream), the iteration and the per-iteration history. Frozen weights (the
+reference, a frozen base under LoRA) are not copied: they are rebuilt from ``config.policy``
+exactly as the first run built them. A run resumed from iteration k therefore continues
+exactly as the uninterrupted run (tested with a tiny model).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from rlkit.core.optim import FlatParameters, Optimizer, adam_state, restore_adam_state
+from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.rlhf.config import RLHFConfig
+from rlkit.rlhf.kl import AdaptiveKL
+from rlkit.variants import load_variant_states, save_variant_states
+
+
+class Checkpointable(Protocol):
+    """The parts of an RLHF trainer a checkpoint holds."""
+
+    cfg: RLHFConfig
+    run_dir: Path
+    flat: FlatParameters
+    optimizer: Optimizer
+    generator: torch.Generator
+    rng: np.random.Generator
+    envs: list[Any]
+    kl: AdaptiveKL
+    hooks: list[Any]
+    source: Any
+    updates_done: int
+    history: list[dict[str, float]]
+    tokens: float
+    seconds: float
+
+
+def config_from_checkpoint(path: str) -> tuple[RLHFConfig, dict[str, torch.Tensor], dict[str, Any]]:
+    """The run's config (with ``resume=path``), tensors and JSON state."""
+    tensors, state, _ = load_checkpoint(path)
+    if "iteration" not in state:
+        raise ConfigError(f"{path!r} is not an rlkit RLHF checkpoint")
+    return RLHFConfig.from_dict({**state["config"], "resume": path}), tensors, state
+
+
+def save_rlhf(trainer: Checkpointable) -> Path:
+    tensors: dict[str, torch.Tensor] = {"flat": trainer.flat.data}
+    tensors.update({f"optim.{k}": v for k, v in adam_state(trainer.optimizer, trainer.flat.param).items()})
+    tensors["rng.generator"] = trainer.generator.get_state()
+    tensors["rng.torch"] = torch.get_rng_state()
+    variant_tensors, variant_meta = save_variant_states([*trainer.hooks, trainer.source])
+    tensors.update(variant_tensors)
+    state = {"config": {**trainer.cfg.to_dict(), "resume": None}, "iteration": trainer.updates_done,
+             "kl_beta": trainer.kl.beta, "rng_numpy": trainer.rng.bit_generator.state,
+             "env_rngs": [env.np_random.bit_generator.state for env in trainer.envs], "variants": variant_meta,
+             "history": trainer.history, "tokens": trainer.tokens, "seconds": trainer.seconds}
+    return save_checkpoint(trainer.run_dir, f"iteration-{trainer.updates_done:06d}", tensors, state)
+
+
+def load_rlhf(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+    """Restore ``trainer`` in place."""
+    flat = tensors["flat"]
+    if flat.shape != trainer.flat.data.shape:
+        raise ConfigError(f"checkpoint holds {flat.numel()} trainable parameters, this model has "
+                          f"{trainer.flat.data.numel()}: not the run's policy")
+    with torch.no_grad():
+        trainer.flat.data.copy_(flat)
+    optim = {k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")}
+    restore_adam_state(trainer.optimizer, trainer.flat.param, optim)
+    trainer.generator.set_state(tensors["rng.generator"])
+    torch.set_rng_state(tensors["rng.torch"])
+    # Checkpoints written before variants were plug-ins keep HP3O's records under "hp3o".
+    meta = state["variants"] if "variants" in state else {"hp3o": state.get("hp3o")}
+    load_variant_states([*trainer.hooks, trainer.source], tensors, meta)
+    trainer.rng.bit_generator.state = state["rng_numpy"]
+    for env, rng_state in zip(trainer.envs, state["env_rngs"]):
+        env.np_random.bit_generator.state = rng_state
+    trainer.kl.beta = float(state["kl_beta"])
+    trainer.updates_done = int(state["iteration"])
+    trainer.history = list(state["history"])
+    trainer.tokens, trainer.seconds = float(state["tokens"]), float(state["seconds"])

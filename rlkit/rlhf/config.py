@@ -1,0 +1,137 @@
+"""Frozen configuration of RLHF runs on the token-level LLM environment.
+
+The PPO hyperparameters are the shared :class:`rlkit.core.config.PPOConfig` with RLHF defaults
+(gamma 1 over tokens, lr 1e-5, vf_coef 0.1, grad clip 1, no entropy bonus, no annealing);
+they and the variant options read, override and serialize as flat fields.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rlkit.core.config import (PPOConfig, composed_from_dict, composed_getattr, composed_replace, composed_to_dict,
+                               flat_init, require_positive_int, validation_enabled)
+from rlkit.errors import ConfigError
+from rlkit.variants.options import VariantOptions
+
+
+def rlhf_ppo_defaults() -> PPOConfig:
+    """PPO for language models: minibatches are whole sequences (num_minibatches divides num_envs)."""
+    return PPOConfig(update_epochs=4, num_minibatches=2, learning_rate=1e-5, anneal_lr=False, gamma=1.0,
+                     gae_lambda=0.95, ent_coef=0.0, vf_coef=0.1, max_grad_norm=1.0)
+
+
+@flat_init
+@dataclass(frozen=True)
+class RLHFConfig:
+    """PPO on the token-level LLM environment: the same PPO core, one token per step."""
+
+    policy: str = ""
+    """Causal LM (hub name in the local cache, or a local path); the frozen reference is its initial weights."""
+    reward_model: str | None = None
+    """Sequence-classification reward model (1 label), hub name or path; or pass reward= to train_rlhf()."""
+    prompts: str = ""
+    """Prompt file: .txt (one prompt per line) or .jsonl with a "prompt" field."""
+    seed: int = 1
+    """Seed for torch, numpy and prompt sampling."""
+    num_envs: int = 8
+    """Sub-environments, i.e. responses generated per iteration."""
+    max_new_tokens: int = 32
+    """Response length limit (the episode is truncated there)."""
+    separate_critic: bool = False
+    """Value head on a separate critic trunk (a copy of the policy's) instead of the shared trunk."""
+    lora_r: int = 0
+    """LoRA rank (peft); 0 trains all weights. With LoRA the reference is the base model with adapters off."""
+    lora_alpha: float = 16.0
+    """LoRA scaling alpha."""
+    lora_targets: tuple[str, ...] = ()
+    """Module names to adapt (default: every linear layer but the output head)."""
+    temperature: float = 1.0
+    """Sampling temperature, applied identically when acting and recomputing log-probs."""
+    iterations: int = 20
+    """PPO iterations (one batch of responses and one update each)."""
+    ppo: PPOConfig = field(default_factory=rlhf_ppo_defaults)
+    """PPO update hyperparameters (advantages are whitened over valid tokens only)."""
+    variants: VariantOptions = field(default_factory=VariantOptions)
+    """Outer-PPO and HP3O switches (HP3O keeps whole responses; HP3O+ is not offered here)."""
+    kl_coef: float = 0.05
+    """beta: per-token KL penalty coefficient against the frozen reference."""
+    kl_estimator: Literal["k1", "k3"] = "k1"
+    """KL estimator: k1 = log pi - log ref, k3 = (r - 1) - log r with r = ref / pi."""
+    kl_target: float | None = None
+    """Adaptive beta (Ziegler et al. 2019): target KL per response; None keeps beta fixed."""
+    kl_horizon: int = 10_000
+    """Adaptive beta horizon in responses."""
+    missing_eos_penalty: float | None = None
+    """Added to the score of a response that ends without EOS (e.g. -1.0)."""
+    device: str = "auto"
+    """Torch device: auto (cuda when present), cpu or cuda[:i]."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Compute dtype. bfloat16/float16 is mixed precision: the models' matmuls run in it under
+    ``torch.autocast`` while the trained weights, Adam and the loss stay float32 (a pure-bf16 Adam
+    step rounds most small updates away). The frozen reward model is loaded in this dtype."""
+    torch_threads: int = 2
+    """Torch intra-op threads (no env workers compete with an LLM run)."""
+    logdir: str = "runs"
+    """Directory under which each run gets its own folder."""
+    run_name: str | None = None
+    """Run folder name (default: rlhf__{variant}__s{seed}__{timestamp})."""
+    save_model: bool = True
+    """Write the trained policy and value head (safetensors) at the end."""
+    checkpoint_every: int = 0
+    """Write a resumable checkpoint every N iterations and after the last (0: none). Each holds the
+    trainable weights and Adam's state: ~12 bytes per trainable parameter (LoRA keeps it small)."""
+    resume: str | None = None
+    """Continue a run from its directory or a checkpoint; the rest of the run is as if uninterrupted."""
+
+    def __post_init__(self) -> None:
+        if validation_enabled():
+            self.validate()
+
+    def __getattr__(self, name: str) -> Any:
+        return composed_getattr(self, name)
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (one line) on a malformed value."""
+        self.ppo.validate()
+        self.variants.validate()
+        for name in ("num_envs", "max_new_tokens", "iterations", "kl_horizon", "torch_threads"):
+            require_positive_int(self, name)
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise ConfigError(f"temperature must be > 0, got {self.temperature!r}")
+        if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):
+            raise ConfigError(f"kl_coef must be >= 0, got {self.kl_coef!r}")
+        if not isinstance(self.checkpoint_every, int) or self.checkpoint_every < 0:
+            raise ConfigError(f"checkpoint_every must be >= 0, got {self.checkpoint_every!r}")
+        if not isinstance(self.lora_r, int) or self.lora_r < 0:
+            raise ConfigError(f"lora_r must be >= 0, got {self.lora_r!r}")
+        if self.num_envs % self.num_minibatches:
+            raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide num_envs={self.num_envs} "
+                              "(minibatches are whole sequences)")
+        if self.kl_target is not None and not (math.isfinite(self.kl_target) and self.kl_target > 0):
+            raise ConfigError(f"kl_target must be > 0 or None, got {self.kl_target!r}")
+        if self.hp3o and self.hp3o_trajectories % self.num_minibatches:
+            raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide hp3o_trajectories="
+                              f"{self.hp3o_trajectories} (HP3O batches are whole sequences here)")
+        if self.hp3o_plus:
+            raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
+
+    @property
+    def variant(self) -> str:
+        """The variant's short name (``ppo``, ``outer-lr1.5``, ``hp3o``, ...)."""
+        return self.variants.name
+
+    def replace(self, **overrides: object) -> "RLHFConfig":
+        """A validated copy with some (flat) fields changed."""
+        return composed_replace(self, overrides)
+
+    def to_dict(self) -> dict[str, object]:
+        """The flat record written to ``config.json`` and checkpoints."""
+        return composed_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, object]) -> "RLHFConfig":
+        """Inverse of :meth:`to_dict` (JSON lists back to tuples); unknown fields are an error."""
+        return composed_from_dict(cls, data)

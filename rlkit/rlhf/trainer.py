@@ -1,0 +1,299 @@
+"""RLHF with the one PPO core: token-level LLM environment, LM policy, shared update.
+
+Per iteration: every sub-env gets a prompt and the policy writes one response per sub-env,
+one token per env step, with a batched KV cache; the env scores finished responses. The
+frozen reference gives per-token log-probs in one batched pass, the KL penalty
+``-beta * KL`` is added to each token's reward, :func:`compute_gae` runs on the ``[T, N]``
+token grid (gamma = 1, lambda = 0.95 by default), and :func:`ppo_epochs` updates the policy
+and value head with minibatches made of whole sequences. Variants plug in as for the
+Gymnasium trainer (update hooks, a batch source); the loop is :mod:`rlkit.core.loop`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+from rlkit.core.buffer import Batch
+from rlkit.core.device import torch_device
+from rlkit.core.loop import (Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
+                             write_result)
+from rlkit.core.optim import FlatParameters
+from rlkit.core.update import explained_variance, ppo_epochs
+from rlkit.fast import select_kernels
+from rlkit.io.logger import Logger
+from rlkit.rlhf.build import build_reward, build_tokenizer, load_policy, read_prompts, wrap_policy
+from rlkit.rlhf.checkpoint import config_from_checkpoint, load_rlhf, save_rlhf
+from rlkit.rlhf.config import RLHFConfig
+from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
+from rlkit.rlhf.policy import LMActorCritic, token_log_probs
+from rlkit.rlhf.reward_model import RewardModelScorer
+from rlkit.rlhf.token_grid import (FreshGrid, LMRollout, ResponseAdapter, SequenceMinibatch, TokenGrid, left_pad,
+                                   sequence_minibatches)
+from rlkit.variants import build_hooks
+from rlkit.variants.hp3o import HP3O
+from rlkit_envs.token_env import TokenEnv
+
+ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]
+
+__all__ = ["RLHFResult", "RLHFTrainer", "read_prompts", "train_rlhf"]
+
+
+@dataclass
+class RLHFResult:
+    iterations: int
+    tokens_per_second: float
+    run_dir: str
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        first, last = (self.history[0], self.history[-1]) if self.history else ({}, {})
+        return {"iterations": self.iterations, "tokens_per_second": self.tokens_per_second, "run_dir": self.run_dir,
+                "score_first": first.get("charts/score"), "score_last": last.get("charts/score"),
+                "kl_last": last.get("charts/kl")}
+
+
+class RLHFTrainer:
+    """Composes an :class:`LMActorCritic`, token envs, a frozen reference and the shared PPO update."""
+
+    def __init__(self, cfg: RLHFConfig, reward: Any = None, policy: torch.nn.Module | None = None,
+                 tokenizer: Any = None, prompts: list[str] | None = None, extra_metrics: ExtraMetrics | None = None):
+        resumed = None
+        if cfg.resume:  # the run's own config; weights and random streams are restored at the end
+            cfg, *resumed = config_from_checkpoint(cfg.resume)
+        self.cfg, self.resumed = cfg, resumed is not None
+        seed_and_threads(cfg.seed, cfg.torch_threads)
+        self.device = torch_device(cfg.device)
+        self.compute_dtype = getattr(torch, cfg.dtype)
+        policy = load_policy(cfg, policy, self.device)
+        self.tokenizer, self.extra_metrics = build_tokenizer(cfg, tokenizer), extra_metrics
+        reward = build_reward(cfg, reward, self.tokenizer, self.device)
+        self.scorer = reward if isinstance(reward, RewardModelScorer) else None
+        self.eos = self.tokenizer.eos_token_id
+        policy, self.reference, self.peft = wrap_policy(cfg, policy, self.device)
+        # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
+        self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic).to(self.device)
+        actor = self.model.actor_parameters()
+        self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
+        self.kernels = select_kernels(cfg.kernels, small_mlp=False, device=self.device)
+        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate)
+        self.hooks = build_hooks(cfg.variants, self.flat)
+        self.envs = self._make_envs(prompts if prompts is not None else read_prompts(cfg.prompts), reward)
+        self.kl = AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)
+        self.rng = np.random.default_rng(cfg.seed)
+        # HP3O on the LLM env: the FIFO holds whole responses; minibatches stay whole sequences.
+        self.source: Any = (HP3O(ResponseAdapter(self.device), cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng)
+                            if cfg.hp3o else FreshGrid())
+        self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
+        self.updates_done = 0
+        self.history: list[dict[str, float]] = []
+        self.tokens = self.seconds = 0.0
+        self.run_dir = open_run_dir(cfg.logdir, cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}",
+                                    cfg.resume)
+        if resumed:
+            load_rlhf(self, *resumed)
+
+    def _make_envs(self, prompts: list[str], reward: Any) -> list[TokenEnv]:
+        cfg, lm_config = self.cfg, self.model.lm.config
+        envs = [TokenEnv(prompts, reward, lm_config.vocab_size, self.eos, cfg.max_new_tokens, tokenizer=self.tokenizer,
+                         missing_eos_penalty=cfg.missing_eos_penalty, pad_token_id=0,
+                         model_context=getattr(lm_config, "max_position_embeddings", None))
+                for _ in range(cfg.num_envs)]
+        for i, env in enumerate(envs):
+            env.reset(seed=cfg.seed * 100_003 + i)  # seeds each sub-env's prompt stream once
+        return envs
+
+    @property
+    def iteration(self) -> int:
+        """Iterations done (one rollout and one update each)."""
+        return self.updates_done
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        self.updates_done = value
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """The models' forward passes run under this: autocast to ``cfg.dtype`` unless float32."""
+        if self.compute_dtype == torch.float32:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.compute_dtype)
+
+    # ----------------------------------------------------------------------------- rollout
+    @torch.no_grad()
+    def collect(self) -> tuple[TokenGrid, np.ndarray, np.ndarray]:
+        """One response per sub-env (batched KV-cache sampling); returns the grid with the env's
+        rewards, and each response's score and EOS flag."""
+        device, n, steps = self.device, self.cfg.num_envs, self.cfg.max_new_tokens
+        prompts = []
+        for env in self.envs:
+            obs, _ = env.reset()
+            prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())].tolist())
+        ids, mask, width = left_pad(prompts, steps, device)
+        f = {k: torch.zeros(steps, n, device=device) for k in ("log_probs", "values", "rewards", "final_values")}
+        # values and final_values are filled after the rollout (one batched pass, see update()).
+        actions = torch.zeros(steps, n, dtype=torch.long, device=device)
+        b = {k: torch.zeros(steps, n, dtype=torch.bool, device=device) for k in ("terminated", "dones", "valid")}
+        active = np.ones(n, bool)
+        scores, eos = np.zeros(n), np.zeros(n, bool)
+        state, logits = self.model.start(ids[:, :width], mask[:, :width])
+        for t in range(steps):
+            tokens = self.model.head.sample(logits, self.generator)
+            ids[:, width + t] = tokens
+            actions[t] = tokens
+            f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
+            b["valid"][t] = torch.as_tensor(active, device=device)
+            if self.scorer is not None:  # score every response that ends at this step in one batch
+                ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
+                self.scorer.prefetch([ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending])
+            for i in np.flatnonzero(active):
+                _, reward, terminated, truncated, info = self.envs[i].step(int(tokens[i]))
+                if terminated or truncated:
+                    f["rewards"][t, i] = reward
+                    b["terminated"][t, i], b["dones"][t, i] = terminated, True
+                    scores[i], eos[i], active[i] = info["score"], terminated, False
+            if not active.any():
+                break
+            logits = self.model.advance(state, tokens)
+        grid = TokenGrid(ids, mask, width, actions, f["log_probs"], f["values"], f["rewards"], f["final_values"],
+                         b["terminated"], b["dones"], b["valid"])
+        return grid, scores, eos
+
+    # ------------------------------------------------------------------------------ update
+    @torch.no_grad()
+    def score_rollout(self, grid: TokenGrid) -> tuple[LMRollout, torch.Tensor, torch.Tensor]:
+        """Policy log-probs, values and bootstrap values of truncated responses in one batched pass;
+        the reference's log-probs by the same computation, so the KL is exactly 0 at the start
+        (as TRL does). These log-probs are the ratio's behaviour log-probs; they equal the ones
+        sampled with the KV cache to ~1e-7 (tested). Returns the rollout with KL-shaped rewards,
+        the per-token KL ``[n]`` and each valid token's sequence index ``[n]``."""
+        rows, cols = grid.transitions()
+        vt = cols - grid.prompt_width
+        trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
+        with self.autocast():
+            log_probs, values, final_values = self.model.evaluate_tokens(
+                grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t)
+            ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols)
+        kl_tokens = kl_penalty(log_probs, ref, self.cfg.kl_estimator)
+        shaped = grid.rewards.clone()
+        shaped[vt, rows] -= self.kl.beta * kl_tokens
+        behaviour, value_grid, final_grid = (torch.zeros_like(grid.log_probs) for _ in range(3))
+        behaviour[vt, rows], value_grid[vt, rows] = log_probs, values
+        final_grid[trunc_t, trunc_n] = final_values
+        scored = replace(grid, log_probs=behaviour, values=value_grid, final_values=final_grid, rewards=shaped)
+        return LMRollout(scored, grid.rewards), kl_tokens, rows
+
+    def optimize(self, train_grid: TokenGrid) -> tuple[dict[str, float], Batch]:
+        """The shared PPO epochs on ``train_grid`` with minibatches of whole sequences."""
+        cfg = self.cfg
+        batch = train_grid.batch(cfg.gamma, cfg.gae_lambda)
+        t_rows, t_cols = batch.obs[:, 0], batch.obs[:, 1]
+
+        def epoch_minibatches() -> Iterator[SequenceMinibatch]:
+            return sequence_minibatches(t_rows, train_grid.num_sequences, cfg.num_minibatches, self.generator)
+
+        def forward(mb: SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
+            with self.autocast():
+                logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
+                                                           mb.local_rows, t_cols[mb.transitions])
+            return logits, values, Batch(*(x[mb.transitions] for x in batch))
+
+        for hook in self.hooks:
+            hook.begin()
+        stats = ppo_epochs(epoch_minibatches, forward, self.model.head, self.flat, self.optimizer, cfg.ppo,
+                           self.updates_done + 1, self.kernels.loss)
+        for hook in self.hooks:
+            stats.update(hook.end())
+        return stats, batch
+
+    def update(self) -> dict[str, float]:
+        """Rollout, KL-shaped rewards, batch source (the rollout, or HP3O's hybrid grid), shared PPO epochs."""
+        cfg = self.cfg
+        start = time.perf_counter()
+        with self.autocast():
+            grid, scores, eos = self.collect()
+        rollout_seconds = time.perf_counter() - start
+        rollout, kl_tokens, rows = self.score_rollout(grid)
+        train_grid, stats = self.source.batches(rollout, self.updates_done)
+        epoch_stats, batch = self.optimize(train_grid)
+        stats.update(epoch_stats)
+        seq_kl = torch.zeros(cfg.num_envs, device=self.device).index_add_(0, rows, kl_tokens)
+        self.kl.update(float(seq_kl.mean()), cfg.num_envs)
+        lengths = rollout.grid.valid.sum(0).float()
+        seconds = time.perf_counter() - start
+        stats.update({
+            "charts/score": float(scores.mean()), "charts/kl": float(seq_kl.mean()), "charts/kl_coef": self.kl.beta,
+            "charts/non_score_reward": float(-self.kl.beta * seq_kl.mean()),
+            "charts/response_length": float(lengths.mean()), "charts/eos_rate": float(eos.mean()),
+            "charts/tokens_per_second": float(lengths.sum()) / seconds,
+            "charts/rollout_tokens_per_second": float(lengths.sum()) / rollout_seconds,
+            "losses/explained_variance": explained_variance(batch.returns, batch.values),
+        })
+        self.last_grid = rollout.grid
+        if self.extra_metrics is not None:
+            prompts, responses = self.decode(rollout.grid)
+            stats.update({f"charts/{k}": v for k, v in self.extra_metrics(prompts, responses).items()})
+        return stats
+
+    def reference_log_probs(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
+                            cols: torch.Tensor) -> torch.Tensor:
+        if self.peft is None:
+            return token_log_probs(self.reference, ids, mask, rows, cols, self.cfg.temperature)
+        with self.peft.disable_adapter():
+            return token_log_probs(self.model.lm, ids, mask, rows, cols, self.cfg.temperature)
+
+    def decode(self, grid: TokenGrid) -> tuple[list[str], list[str]]:
+        """Prompt and response texts of each sequence in ``grid``."""
+        prompts, responses = [], []
+        for i in range(grid.num_sequences):
+            prompt = grid.ids[i, :grid.prompt_width][grid.mask[i, :grid.prompt_width].bool()]
+            response = grid.actions[:, i][grid.valid[:, i]]
+            prompts.append(self.tokenizer.decode(prompt.tolist()))
+            responses.append(self.tokenizer.decode(response.tolist(), skip_special_tokens=True))
+        return prompts, responses
+
+    # -------------------------------------------------------------------------------- loop
+    def iterate(self) -> Iteration:
+        stats = self.update()
+        self.updates_done += 1
+        tokens = stats["charts/response_length"] * self.cfg.num_envs
+        self.tokens += tokens
+        return Iteration(stats, self.updates_done, tokens)
+
+    def after_update(self, stats: dict[str, float], logger: Logger) -> None:
+        self.history.append(stats)
+
+    def after_checkpoint(self) -> None:
+        pass
+
+    def save(self) -> Path:
+        return save_rlhf(self)
+
+    def train(self) -> RLHFResult:
+        cfg = self.cfg
+        logger = open_logger(self.run_dir, self.updates_done if self.resumed else None, cfg.to_dict(), cfg.variant,
+                             ["charts/score", "charts/kl"])
+        try:
+            run_updates(self, self.optimizer, logger,
+                        Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every))
+        finally:
+            logger.close()
+        if cfg.save_model:
+            state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
+            save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
+                      str(self.run_dir / "policy.safetensors"))
+        result = RLHFResult(self.updates_done, self.tokens / self.seconds if self.seconds else 0.0, str(self.run_dir),
+                            self.history)
+        write_result(self.run_dir, result.to_json())
+        return result
+
+
+def train_rlhf(cfg: RLHFConfig, **components: Any) -> RLHFResult:
+    """Run RLHF; ``components`` may pass ``reward``, ``policy``, ``tokenizer``, ``prompts``, ``extra_metrics``."""
+    return RLHFTrainer(cfg, **components).train()

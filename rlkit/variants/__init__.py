@@ -1,0 +1,11 @@
+"""Research variants plugged into the PPO core: :mod:`~rlkit.variants.outer` (Outer-PPO, an
+update hook) and :mod:`~rlkit.variants.hp3o` (HP3O, a batch source). :mod:`~rlkit.variants.base`
+says what a variant may plug in; importing this package registers the built-in hooks."""
+
+from rlkit.variants import outer as _outer  # noqa: F401  (registers the Outer-PPO hook)
+from rlkit.variants.base import (BatchSource, UpdateHook, VariantState, build_hooks, load_variant_states,
+                                 register_hook, save_variant_states, unregister_hook)
+from rlkit.variants.options import VariantOptions
+
+__all__ = ["BatchSource", "UpdateHook", "VariantOptions", "VariantState", "build_hooks", "load_variant_states",
+           "register_hook", "save_variant_states", "unregister_hook"]

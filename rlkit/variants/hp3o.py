@@ -1,0 +1,119 @@
+"""HP3O (Liu et al. 2025, "Enhancing PPO with Trajectory-Aware Hybrid Policies", arXiv 2502.15968),
+once for every kind of trajectory.
+
+Finished trajectories go into a FIFO buffer; each update trains on a hybrid batch made of the
+best-return trajectory plus k-1 others drawn uniformly without replacement. What a trajectory
+is and how chosen trajectories become a batch is an adapter's: a Gymnasium episode
+(:mod:`rlkit.variants.hp3o_episodes`) or an LLM response (:mod:`rlkit.rlhf.token_grid`).
+A trajectory record is a dataclass with ``episode_return`` and ``finished_update`` fields;
+its tensor fields go to the checkpoint's safetensors, the rest to its JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+import torch
+
+from rlkit.variants.base import VariantState
+
+T = TypeVar("T")
+R = TypeVar("R", contravariant=True)
+S = TypeVar("S")
+
+
+class TrajectoryBuffer(Generic[T]):
+    """FIFO of at most ``capacity`` complete trajectories (oldest evicted first)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.items: deque[T] = deque(maxlen=capacity)
+
+    def add(self, trajectories: list[T]) -> None:
+        self.items.extend(trajectories)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def best_index(self) -> int:
+        """Index of the highest-return trajectory (ties: the most recent)."""
+        returns = np.array([t.episode_return for t in self.items])  # type: ignore[attr-defined]
+        return int(len(returns) - 1 - np.argmax(returns[::-1]))
+
+    def sample(self, k: int, rng: np.random.Generator) -> list[int]:
+        """The best trajectory first, then ``min(k, len) - 1`` others uniformly without replacement."""
+        best = self.best_index()
+        others = [i for i in range(len(self.items)) if i != best]
+        k = min(k, len(self.items))
+        picked = rng.choice(len(others), size=k - 1, replace=False) if k > 1 else []
+        return [best] + [others[int(i)] for i in picked]
+
+    def state(self) -> VariantState:
+        """Tensor fields as ``<i>.<field>``, every other field in a JSON list."""
+        tensors: dict[str, torch.Tensor] = {}
+        meta: list[dict[str, Any]] = []
+        for i, item in enumerate(self.items):
+            fields = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}  # type: ignore[arg-type]
+            tensors.update({f"{i}.{k}": v for k, v in fields.items() if torch.is_tensor(v)})
+            meta.append({k: v for k, v in fields.items() if not torch.is_tensor(v)})
+        return VariantState(tensors, meta)
+
+    def load_state(self, state: VariantState, record_type: type[T]) -> None:
+        self.items.clear()
+        for i, meta in enumerate(state.json or []):
+            prefix = f"{i}."
+            own = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
+            self.items.append(record_type(**own, **meta))
+
+
+class TrajectoryAdapter(Protocol[R, T, S]):
+    """The domain side of HP3O: trajectories out of a rollout, a batch source out of trajectories."""
+
+    record_type: type[T]
+
+    def split(self, rollout: R, update: int) -> list[T]:
+        """The trajectories that finished in this rollout (oldest first)."""
+
+    def batches(self, chosen: list[T], update: int) -> tuple[S, dict[str, float]]:
+        """The epochs' batch source for the chosen trajectories (best first) and diagnostics."""
+
+    def reset(self) -> None:
+        """The environments were reset: drop unfinished trajectories."""
+
+
+class HP3O(Generic[R, T, S]):
+    """The HP3O batch source (:class:`rlkit.variants.base.BatchSource`)."""
+
+    name = "hp3o"
+
+    def __init__(self, adapter: TrajectoryAdapter[R, T, S], capacity: int, k: int, rng: np.random.Generator) -> None:
+        self.adapter, self.k, self.rng = adapter, k, rng
+        self.buffer: TrajectoryBuffer[T] = TrajectoryBuffer(capacity)
+
+    def batches(self, rollout: R, update: int) -> tuple[S | None, dict[str, float]]:
+        """Store the rollout's finished trajectories; the hybrid batch of the best one plus k - 1
+        random others (None while the buffer is empty) and ``hp3o/`` diagnostics."""
+        self.buffer.add(self.adapter.split(rollout, update))
+        stats = {"hp3o/buffer_fill": float(len(self.buffer))}
+        if not len(self.buffer):
+            return None, stats
+        chosen = [self.buffer.items[i] for i in self.buffer.sample(self.k, self.rng)]
+        source, extra = self.adapter.batches(chosen, update)
+        stats.update({
+            "hp3o/best_return": float(chosen[0].episode_return),  # type: ignore[attr-defined]
+            "hp3o/sampled_age": float(np.mean([update - t.finished_update for t in chosen])),  # type: ignore[attr-defined]
+            "hp3o/sampled_trajectories": float(len(chosen)),
+            **extra,
+        })
+        return source, stats
+
+    def reset(self) -> None:
+        self.adapter.reset()
+
+    def state(self) -> VariantState:
+        return self.buffer.state()
+
+    def load_state(self, state: VariantState) -> None:
+        self.buffer.load_state(state, self.adapter.record_type)

@@ -1,0 +1,212 @@
+"""HP3O on Gymnasium episodes (Liu et al. 2025, arXiv 2502.15968; the FIFO and the choice of
+trajectories are :mod:`rlkit.variants.hp3o`'s).
+
+Each sub-env's steps are stitched into trajectories across rollouts. The PPO ratio is
+taken against each trajectory's stored behaviour log-probs, advantages come from
+:func:`compute_gae` with the core's truncation rule. HP3O+ raises the baseline of states in
+non-best trajectories to the best trajectory's value at the nearest state (within a threshold).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable
+
+import numpy as np
+import torch
+
+from rlkit.core.buffer import Batch, Rollout, RolloutBuffer
+from rlkit.core.gae import compute_gae
+
+
+@dataclass
+class Trajectory:
+    """One complete episode of one sub-env, as collected (``L`` steps)."""
+
+    obs: torch.Tensor
+    """``[L, obs_dim]`` normalized observations the policy acted on."""
+    actions: torch.Tensor
+    """``[L]`` or ``[L, A]`` unclipped actions."""
+    log_probs: torch.Tensor
+    """``[L]`` behaviour log-probs."""
+    values: torch.Tensor
+    """``[L]`` values at collection time."""
+    rewards: torch.Tensor
+    """``[L]`` rewards as trained on (scaled when reward normalization is on)."""
+    final_obs: torch.Tensor
+    """``[obs_dim]`` normalized final observation (used on truncation)."""
+    final_value: float
+    """V(final observation) at collection time (bootstrap on truncation)."""
+    terminated: bool
+    truncated: bool
+    episode_return: float
+    """Undiscounted return in raw rewards (what 'best' ranks by)."""
+    finished_update: int
+
+    def __len__(self) -> int:
+        return self.obs.shape[0]
+
+
+_TENSORS = ("obs", "actions", "log_probs", "values", "rewards", "final_obs")
+
+
+class TrajectoryAssembler:
+    """Stitches each sub-env's steps into trajectories across rollouts and vector resets."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.pending: list[list[dict[str, torch.Tensor]]] = [[] for _ in range(num_envs)]
+
+    def add_rollout(self, buf: RolloutBuffer, update: int) -> list[Trajectory]:
+        """Finished trajectories in this rollout (oldest first); unfinished tails are kept."""
+        finished: list[tuple[int, Trajectory]] = []
+        dones = buf.np["dones"]
+        for n in range(buf.num_envs):
+            start = 0
+            for t in np.flatnonzero(dones[:, n]):
+                chunks = self.pending[n] + [self._chunk(buf, n, start, t + 1)]
+                self.pending[n] = []
+                finished.append((int(t), self._close(chunks, buf, n, int(t), update)))
+                start = t + 1
+            if start < buf.num_steps:
+                self.pending[n].append(self._chunk(buf, n, start, buf.num_steps))
+        return [traj for _, traj in sorted(finished, key=lambda item: item[0])]
+
+    def discard_pending(self) -> None:
+        """Drop unfinished tails (the envs were reset, e.g. at a checkpoint)."""
+        self.pending = [[] for _ in self.pending]
+
+    @staticmethod
+    def _chunk(buf: RolloutBuffer, n: int, start: int, stop: int) -> dict[str, torch.Tensor]:
+        return {k: getattr(buf, k)[start:stop, n].clone()
+                for k in ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards")}
+
+    @staticmethod
+    def _close(chunks: list[dict[str, torch.Tensor]], buf: RolloutBuffer, n: int, t: int, update: int) -> Trajectory:
+        cat = {k: torch.cat([c[k] for c in chunks]) for k in chunks[0]}
+        terminated = bool(buf.terminated[t, n])
+        return Trajectory(cat["obs"], cat["actions"], cat["log_probs"], cat["values"], cat["rewards"],
+                          buf.final_obs[t, n].clone(), float(buf.final_values[t, n]), terminated,
+                          not terminated, float(cat["raw_rewards"].double().sum()), update)
+
+
+def hp3o_plus_baseline(obs: torch.Tensor, values: torch.Tensor, best_obs: torch.Tensor, best_values: torch.Tensor,
+                       threshold: float) -> torch.Tensor:
+    """``[L]`` baseline for states ``obs [L, d]`` of a non-best trajectory: the best trajectory's
+    value at the nearest of its states ``best_obs [M, d]`` where that value is larger and the
+    Euclidean distance is at most ``threshold``; the state's own value elsewhere."""
+    dist = torch.cdist(obs[None], best_obs[None])[0]
+    nearest = dist.argmin(dim=1)
+    candidate = best_values[nearest]
+    use = (dist.gather(1, nearest[:, None])[:, 0] <= threshold) & (candidate > values)
+    return torch.where(use, candidate, values)
+
+
+@dataclass
+class HybridBatches:
+    """The k chosen trajectories' transitions with advantages; ``epoch_batch`` draws a fresh
+    fixed-size sample for each epoch, split evenly across the trajectories."""
+
+    pooled: Batch
+    segments: list[tuple[int, int]]
+    samples: int
+    rng: np.random.Generator
+
+    def epoch_batch(self) -> Batch:
+        k = len(self.segments)
+        shares = [self.samples // k + (1 if i < self.samples % k else 0) for i in range(k)]
+        idx = np.concatenate([start + self.rng.choice(stop - start, size=share, replace=stop - start < share)
+                              for (start, stop), share in zip(self.segments, shares)])
+        index = torch.from_numpy(idx).to(self.pooled.obs.device)
+        return Batch(*(x.index_select(0, index) for x in self.pooled))
+
+
+def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_values: list[float], gamma: float,
+                   lam: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(advantages ``[L_i]``, returns ``[L_i]``) per trajectory from one :func:`compute_gae` call on a
+    ``[L_max, k]`` right-padded block: each column ends with done (and terminated unless the
+    episode was truncated, which bootstraps from its final value); padding is terminated and done,
+    so it contributes nothing."""
+    k, length = len(trajs), max(len(t) for t in trajs)
+    device = trajs[0].obs.device
+    rewards, vals, next_vals = (torch.zeros(length, k, device=device) for _ in range(3))
+    term = torch.ones(length, k, dtype=torch.bool, device=device)
+    done = torch.ones(length, k, dtype=torch.bool, device=device)
+    for j, (traj, v, fv) in enumerate(zip(trajs, values, final_values)):
+        n = len(traj)
+        rewards[:n, j], vals[:n, j] = traj.rewards, v
+        next_vals[:n - 1, j], next_vals[n - 1, j] = v[1:], (fv if traj.truncated else 0.0)
+        term[:n - 1, j], term[n - 1, j] = False, traj.terminated
+        done[:n - 1, j] = False
+    gae = compute_gae(rewards, vals, next_vals, term, done, gamma, lam)
+    return [(gae.advantages[:len(t), j], gae.returns[:len(t), j]) for j, t in enumerate(trajs)]
+
+
+def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samples: int, rng: np.random.Generator,
+                         value_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                         plus_threshold: float | None = None) -> tuple[HybridBatches, float]:
+    """Advantages for ``trajs`` (best first) and the per-epoch sampler. With ``value_fn`` the
+    current critic recomputes values; with ``plus_threshold`` HP3O+ baselines apply.
+    Returns the sampler and the fraction of non-best states whose baseline HP3O+ replaced."""
+    if value_fn is None:
+        values = [t.values.float() for t in trajs]
+        final_values = [t.final_value for t in trajs]
+    else:
+        recomputed = [value_fn(torch.cat([t.obs, t.final_obs[None]])).float() for t in trajs]
+        values, final_values = [v[:-1] for v in recomputed], [float(v[-1]) for v in recomputed]
+    parts, segments, offset, replaced, total = [], [], 0, 0, 0
+    for j, (traj, (advantages, returns)) in enumerate(zip(trajs, trajectory_gae(trajs, values, final_values,
+                                                                                 gamma, lam))):
+        if j > 0 and plus_threshold is not None:
+            baseline = hp3o_plus_baseline(traj.obs, values[j], trajs[0].obs, values[0], plus_threshold)
+            replaced += int((baseline != values[j]).sum())
+            total += len(traj)
+            advantages = returns - baseline
+        parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values[j]))
+        segments.append((offset, offset + len(traj)))
+        offset += len(traj)
+    pooled = Batch(*(torch.cat(xs) for xs in zip(*parts)))
+    return HybridBatches(pooled, segments, samples, rng), replaced / max(total, 1)
+
+
+class EpisodeAdapter:
+    """HP3O's adapter for Gymnasium episodes (:class:`rlkit.variants.hp3o.TrajectoryAdapter`):
+    trajectories stitched from a :class:`RolloutBuffer`, hybrid batches with GAE per trajectory,
+    HP3O+ baselines and replay diagnostics."""
+
+    record_type = Trajectory
+
+    def __init__(self, num_envs: int, samples: int, gamma: float, lam: float, clip_coef: float,
+                 rng: np.random.Generator, model: torch.nn.Module, device: torch.device,
+                 recompute_values: bool = False, plus_threshold: float | None = None) -> None:
+        self.assembler = TrajectoryAssembler(num_envs)
+        self.samples, self.gamma, self.lam, self.clip_coef = samples, gamma, lam, clip_coef
+        self.rng, self.model, self.device = rng, model, device
+        self.recompute_values, self.plus_threshold = recompute_values, plus_threshold
+
+    def split(self, rollout: Rollout, update: int) -> list[Trajectory]:
+        return self.assembler.add_rollout(rollout.buffer, update)
+
+    def reset(self) -> None:
+        self.assembler.discard_pending()
+
+    @torch.no_grad()
+    def batches(self, chosen: list[Trajectory], update: int) -> tuple[HybridBatches, dict[str, float]]:
+        chosen = [_to(t, self.device) for t in chosen]
+        value_fn = self.model.value if self.recompute_values else None
+        hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, self.samples, self.rng, value_fn,
+                                                self.plus_threshold)
+        pooled = hybrid.pooled
+        log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
+        ratio = log_ratio.exp()
+        stats = {"hp3o/replay_ratio_mean": float(ratio.mean()),
+                 "hp3o/replay_clipfrac": float(((ratio - 1).abs() > self.clip_coef).float().mean())}
+        if self.plus_threshold is not None:
+            stats["hp3o/baseline_replaced_frac"] = replaced
+        return hybrid, stats
+
+
+def _to(traj: Trajectory, device: torch.device) -> Trajectory:
+    if traj.obs.device == device:
+        return traj
+    return Trajectory(**{f.name: (getattr(traj, f.name).to(device) if f.name in _TENSORS else getattr(traj, f.name))
+                         for f in fields(Trajectory)})

@@ -1,0 +1,118 @@
+"""Algorithm-variant options composed into every trainer's config.
+
+Outer-PPO (Tan et al. 2024, arXiv 2411.00666) and HP3O (Liu et al. 2025, arXiv 2502.15968)
+switches, their validation and the variant's short name used in run names and hparams.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from rlkit.core.config import validation_enabled
+from rlkit.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class VariantOptions:
+    """Outer-PPO and HP3O fields (flags ``--outer-*`` and ``--hp3o-*``)."""
+
+    # Outer-PPO (Tan et al. 2024, arXiv 2411.00666): the inner PPO epochs estimate theta* and an
+    # outer optimizer applies the outer gradient g = theta_k - theta* to theta_k.
+    outer: bool = False
+    """Apply PPO's update through an outer optimizer (implied by any non-default --outer-* value)."""
+    outer_lr: float = 1.0
+    """Outer learning rate sigma (1 with no momentum is plain PPO)."""
+    outer_momentum: float = 0.0
+    """Outer momentum mu (SGD momentum on the outer gradient)."""
+    outer_nesterov: bool = False
+    """Use Nesterov momentum in the outer step (needs --outer-momentum > 0)."""
+    outer_bias: float = 0.0
+    """Biased initialization alpha: the inner loop starts from theta_k moved alpha times along the
+    previous outer momentum (rollouts still come from theta_k)."""
+    outer_params: Literal["all", "actor"] = "all"
+    """Parameters the outer step covers: actor and critic (the paper) or the actor only."""
+    outer_optimizer: str = "SGD"
+    """Any torch.optim optimizer as the outer one (momentum/Nesterov apply to SGD only)."""
+
+    # HP3O (Liu et al. 2025, arXiv 2502.15968): updates on hybrid batches from a FIFO buffer of
+    # recent whole trajectories, always including the best-return one.
+    hp3o: bool = False
+    """Update on hybrid batches from a trajectory buffer instead of the latest rollout."""
+    hp3o_buffer_size: int = 20
+    """FIFO buffer capacity in complete trajectories (oldest evicted first)."""
+    hp3o_trajectories: int = 5
+    """Trajectories per hybrid batch k: the best-return one plus k-1 uniform others."""
+    hp3o_samples: int = 1280
+    """Transitions drawn from the k trajectories for each epoch (split evenly among them)."""
+    hp3o_recompute_values: bool = False
+    """Recompute values of replayed states with the current critic (default: stored values)."""
+    hp3o_plus: bool = False
+    """HP3O+: raise a non-best state's baseline to the best trajectory's value at its nearest state."""
+    hp3o_threshold: float = 0.5
+    """HP3O+ distance threshold (Euclidean, in the policy's normalized observation space)."""
+
+    def __post_init__(self) -> None:
+        if validation_enabled():
+            self.validate()
+
+    def validate(self) -> None:
+        """One-line :class:`ConfigError` on an invalid or inconsistent variant setting."""
+        if not (math.isfinite(self.outer_lr) and self.outer_lr > 0):
+            raise ConfigError(f"outer_lr (sigma) must be > 0, got {self.outer_lr!r}")
+        if not 0 <= self.outer_momentum < 1:
+            raise ConfigError(f"outer_momentum must lie in [0, 1), got {self.outer_momentum!r}")
+        if self.outer_nesterov and self.outer_momentum == 0:
+            raise ConfigError("outer_nesterov needs outer_momentum > 0")
+        if not (math.isfinite(self.outer_bias) and self.outer_bias >= 0):
+            raise ConfigError(f"outer_bias must be >= 0, got {self.outer_bias!r}")
+        if self.outer_bias > 0 and (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
+            raise ConfigError("outer_bias needs an outer momentum (outer_optimizer SGD with outer_momentum > 0)")
+        if self.outer_params not in ("all", "actor"):
+            raise ConfigError(f"outer_params must be 'all' or 'actor', got {self.outer_params!r}")
+        if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
+            raise ConfigError("outer_momentum / outer_nesterov apply to the SGD outer optimizer only")
+        import torch.optim
+
+        opt = getattr(torch.optim, self.outer_optimizer, None)
+        if not (isinstance(opt, type) and issubclass(opt, torch.optim.Optimizer)):
+            raise ConfigError(f"outer_optimizer {self.outer_optimizer!r} is not a torch.optim optimizer")
+        for name in ("hp3o_buffer_size", "hp3o_trajectories", "hp3o_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.hp3o_trajectories > self.hp3o_buffer_size:
+            raise ConfigError(f"hp3o_trajectories={self.hp3o_trajectories} is larger than the buffer "
+                              f"hp3o_buffer_size={self.hp3o_buffer_size}")
+        if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold > 0):
+            raise ConfigError(f"hp3o_threshold must be > 0, got {self.hp3o_threshold!r}")
+        if self.hp3o_plus and not self.hp3o:
+            raise ConfigError("hp3o_plus needs hp3o")
+
+    @property
+    def outer_enabled(self) -> bool:
+        defaults = VariantOptions.__dataclass_fields__
+        names = ("outer_lr", "outer_momentum", "outer_nesterov", "outer_bias", "outer_params", "outer_optimizer")
+        return self.outer or any(getattr(self, n) != defaults[n].default for n in names)
+
+    @property
+    def name(self) -> str:
+        """Short name of the algorithm variant, used in run names and hparams, e.g.
+        ``ppo``, ``outer-lr1.5``, ``outer-lr1-m0.9-nesterov-bias0.5``, ``hp3o+``, ``outer-lr1.5+hp3o``."""
+        parts = []
+        if self.outer_enabled:
+            name = f"outer-lr{self.outer_lr:g}"
+            if self.outer_optimizer != "SGD":
+                name += f"-{self.outer_optimizer.lower()}"
+            if self.outer_momentum:
+                name += f"-m{self.outer_momentum:g}" + ("-nesterov" if self.outer_nesterov else "")
+            if self.outer_bias:
+                name += f"-bias{self.outer_bias:g}"
+            if self.outer_params == "actor":
+                name += "-actor"
+            parts.append(name)
+        if self.hp3o:
+            parts.append("hp3o+" if self.hp3o_plus else "hp3o")
+        return "+".join(parts) or "ppo"
+

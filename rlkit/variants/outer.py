@@ -1,0 +1,106 @@
+"""Outer-PPO (Tan et al. 2024, "Beyond the Boundaries of PPO", arXiv 2411.00666).
+
+PPO's inner epochs (ordinary PPO with its own persistent Adam) move the parameters from the
+inner starting point to theta*_k. The outer gradient is ``g_k = theta_k - theta*_k`` and an outer
+optimizer applies it to theta_k: ``theta_{k+1} = theta_k - sigma * step(g_k)`` (plain, momentum or
+Nesterov as in ``torch.optim.SGD``, or any torch optimizer). Plain PPO is sigma = 1, mu = 0.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from rlkit.core.optim import FlatParameters
+from rlkit.variants.base import VariantState, register_hook
+from rlkit.variants.options import VariantOptions
+
+
+class OuterStep:
+    """An update hook (:class:`rlkit.variants.base.UpdateHook`). Holds the outer optimizer and applies outer steps to a slice of a :class:`FlatParameters`.
+
+    The torch optimizer runs on a scratch parameter that is zero before every step, so after
+    ``step()`` it holds exactly the update ``u = -sigma * d`` (d: SGD's direction, momentum
+    included). The new parameters are then taken, per entry, from whichever end is closer,
+    as ``torch.lerp`` does: ``theta_k + u`` or ``theta* + (g + u)``. Both are theta_k - sigma*d; the
+    choice makes sigma = 0 return theta_k and sigma = 1, mu = 0 return theta* bit for bit.
+    """
+
+    name = "outer"
+
+    def __init__(self, flat: FlatParameters, lr: float, momentum: float = 0.0, nesterov: bool = False,
+                 bias: float = 0.0, actor_only: bool = False, optimizer: str = "SGD") -> None:
+        self.flat = flat
+        self.size = flat.split if actor_only else flat.data.numel()
+        self.bias = bias
+        self.delta = nn.Parameter(torch.zeros(self.size, device=flat.data.device, dtype=flat.data.dtype))
+        kwargs: dict[str, object] = {"lr": lr}
+        if optimizer == "SGD":
+            kwargs.update(momentum=momentum, nesterov=nesterov)
+        self.optimizer: torch.optim.Optimizer = getattr(torch.optim, optimizer)([self.delta], **kwargs)
+        self.theta_k: torch.Tensor | None = None
+        self.prev_grad: torch.Tensor | None = None
+
+    @classmethod
+    def from_options(cls, options: VariantOptions, flat: FlatParameters) -> "OuterStep | None":
+        """The outer step a config asks for (None when Outer-PPO is off)."""
+        if not options.outer_enabled:
+            return None
+        return cls(flat, options.outer_lr, options.outer_momentum, options.outer_nesterov, options.outer_bias,
+                   options.outer_params == "actor", options.outer_optimizer)
+
+    @property
+    def theta(self) -> torch.Tensor:
+        """``[P_outer]`` the covered slice of the live parameter vector."""
+        return self.flat.data[: self.size]
+
+    @property
+    def momentum_buffer(self) -> torch.Tensor | None:
+        return self.optimizer.state.get(self.delta, {}).get("momentum_buffer")
+
+    @torch.no_grad()
+    def begin(self) -> None:
+        """Before the inner epochs: remember theta_k (the rollout policy) and, with biased
+        initialization, move the inner starting point alpha times along the previous outer
+        momentum (in the direction the outer steps travel: -buffer)."""
+        self.theta_k = self.theta.clone()
+        buf = self.momentum_buffer
+        if self.bias and buf is not None:
+            self.theta.sub_(buf, alpha=self.bias)
+
+    @torch.no_grad()
+    def end(self) -> dict[str, float]:
+        """After the inner epochs: apply the outer step; returns ``outer/`` diagnostics."""
+        assert self.theta_k is not None, "OuterStep.end() without begin()"
+        theta_star = self.theta.clone()
+        grad = self.theta_k - theta_star
+        self.delta.zero_()
+        self.delta.grad = grad.clone()
+        self.optimizer.step()
+        update = self.delta.detach()
+        from_k, from_star = self.theta_k + update, theta_star + (grad + update)
+        self.theta.copy_(torch.where(update.abs() <= (grad + update).abs(), from_k, from_star))
+        stats = {"outer/grad_norm": float(grad.norm()), "outer/update_norm": float(update.norm())}
+        if self.prev_grad is not None:
+            stats["outer/grad_cosine"] = float(torch.nn.functional.cosine_similarity(grad, self.prev_grad, dim=0))
+        self.prev_grad = grad
+        self.theta_k = None
+        return stats
+
+    def state(self) -> VariantState:
+        """The outer optimizer's state (e.g. ``momentum_buffer``) and the last outer gradient."""
+        out = {k: v for k, v in self.optimizer.state.get(self.delta, {}).items() if torch.is_tensor(v)}
+        if self.prev_grad is not None:
+            out["prev_grad"] = self.prev_grad
+        return VariantState(out, None)
+
+    def load_state(self, state: VariantState) -> None:
+        tensors = {k: v.to(self.delta.device) for k, v in state.tensors.items()}
+        prev_grad = tensors.pop("prev_grad", None)
+        if tensors:
+            self.optimizer.state[self.delta] = tensors
+        if prev_grad is not None:
+            self.prev_grad = prev_grad
+
+
+register_hook(OuterStep.name, OuterStep.from_options)

@@ -1,0 +1,60 @@
+"""The shared PPO hyperparameters composed into both configs: flat fields, flat flags,
+flat JSON, one error type."""
+
+import dataclasses
+import inspect
+
+import pytest
+
+import rlkit
+import rlkit.errors as errors
+from rlkit.core.config import PPOConfig
+from rlkit.errors import ConfigError, RlkitError
+from rlkit.rlhf.config import RLHFConfig
+
+
+@pytest.mark.parametrize("cls", [rlkit.TrainConfig, RLHFConfig])
+def test_every_property_of_both_configs_evaluates(cls):
+    """A property shared by both configs once read ``total_steps`` and raised AttributeError on RLHF."""
+    cfg = cls()
+    for name, member in inspect.getmembers(cls):
+        if isinstance(member, property):
+            getattr(cfg, name)
+
+
+@pytest.mark.parametrize("cls", [rlkit.TrainConfig, RLHFConfig])
+def test_ppo_fields_are_declared_once_and_read_flat(cls):
+    cfg = cls(clip_coef=0.1, outer_lr=1.5)
+    assert cfg.ppo.clip_coef == cfg.clip_coef == 0.1 and cfg.variants.outer_lr == cfg.outer_lr == 1.5
+    own = {f.name for f in dataclasses.fields(cls)}
+    assert not own & {f.name for f in dataclasses.fields(PPOConfig)}
+    assert cls.from_dict(cfg.to_dict()) == cfg
+    assert "ppo" not in cfg.to_dict() and cfg.to_dict()["clip_coef"] == 0.1  # the flat record, as before
+
+
+def test_rlhf_keeps_its_own_ppo_defaults():
+    assert RLHFConfig().gamma == 1.0 and RLHFConfig().learning_rate == 1e-5 and RLHFConfig().vf_coef == 0.1
+    assert rlkit.TrainConfig().gamma == 0.99 and rlkit.TrainConfig().learning_rate == 2.5e-4
+    assert RLHFConfig().replace(seed=2).learning_rate == 1e-5
+
+
+@pytest.mark.parametrize("cfg", [rlkit.TrainConfig(), RLHFConfig()])
+def test_unknown_fields_are_a_config_error(cfg):
+    """RLHFConfig.replace(bogus=1) used to raise TypeError."""
+    with pytest.raises(ConfigError, match="bogus"):
+        cfg.replace(bogus=1)
+    with pytest.raises(ConfigError, match="bogus"):
+        type(cfg).from_dict({**cfg.to_dict(), "bogus": 1})
+
+
+@pytest.mark.parametrize("field,value", [("clip_coef", -1.0), ("gamma", 1.5), ("update_epochs", 0),
+                                         ("learning_rate", "0.1"), ("kernels", "gpu"), ("target_kl", 0.0)])
+def test_bad_ppo_values_are_one_line_errors_in_both_configs(field, value):
+    for cls in (rlkit.TrainConfig, RLHFConfig):
+        with pytest.raises(ConfigError, match=field):
+            cls().replace(**{field: value})
+
+
+def test_every_user_facing_error_is_an_rlkit_error():
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, Exception)]
+    assert len(classes) >= 8 and all(issubclass(c, RlkitError) for c in classes)

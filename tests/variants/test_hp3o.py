@@ -1,0 +1,165 @@
+"""HP3O: trajectory assembly, FIFO buffer, hybrid batches, HP3O+ baselines."""
+
+import numpy as np
+import pytest
+import torch
+
+import rlkit
+from rlkit.core.buffer import RolloutBuffer
+from rlkit.variants.hp3o import TrajectoryBuffer
+from rlkit.variants.hp3o_episodes import TrajectoryAssembler, Trajectory, build_hybrid_batches, hp3o_plus_baseline
+
+
+def traj(ret, length=4, update=0, terminated=True, final_value=0.0, obs=None, values=None, rewards=None):
+    obs = torch.arange(length, dtype=torch.float32)[:, None].repeat(1, 2) if obs is None else obs
+    return Trajectory(obs, torch.zeros(length, dtype=torch.int64), torch.full((length,), -0.5),
+                      torch.zeros(length) if values is None else values,
+                      torch.ones(length) if rewards is None else rewards, torch.zeros(2), final_value, terminated,
+                      not terminated, float(ret), update)
+
+
+def fill(buf, t, n_envs, dones, terminated=None, tag=0.0):
+    """One step of a fake rollout: obs encode (tag, t, env) so trajectories can be checked."""
+    obs = np.array([[tag, t, n] for n in range(n_envs)], np.float32)
+    buf.add_action(t, obs, np.zeros(n_envs, np.int64), np.full(n_envs, -1.0), np.full(n_envs, 0.5))
+    term = np.array(dones if terminated is None else terminated)
+    buf.add_outcome(t, np.ones(n_envs), np.full(n_envs, 2.0), term, np.array(dones))
+
+
+def test_assembly_across_rollout_boundaries_and_resets():
+    asm = TrajectoryAssembler(2)
+    buf = RolloutBuffer(4, 2, obs_dim=3, action_shape=(), action_dtype=torch.int64)
+    # Rollout 1: env 0 ends at t=1 (terminated) and runs on; env 1 runs through.
+    for t in range(4):
+        fill(buf, t, 2, [t == 1, False], tag=1.0)
+    first = asm.add_rollout(buf, update=0)
+    assert [len(x) for x in first] == [2] and first[0].terminated and first[0].episode_return == 4.0
+    assert first[0].obs[:, 1].tolist() == [0, 1] and first[0].obs[:, 2].tolist() == [0, 0]
+    # Rollout 2: env 1 is truncated at t=0, env 0 at t=2 (time-out, with a final value).
+    for t in range(4):
+        fill(buf, t, 2, [t == 2, t == 0], terminated=[False, False], tag=2.0)
+    buf.set_final(2, np.array([0]), np.zeros((1, 3)), np.array([7.0]))
+    second = asm.add_rollout(buf, update=1)
+    assert [len(x) for x in second] == [5, 5]  # env 1: 4 + 1 steps (ends at t=0), env 0: 2 + 3 steps
+    env1, env0 = second
+    assert env1.obs[:, 0].tolist() == [1, 1, 1, 1, 2] and env1.obs[:, 2].tolist() == [1] * 5
+    assert env0.obs[:, 0].tolist() == [1, 1, 2, 2, 2] and env0.obs[:, 1].tolist() == [2, 3, 0, 1, 2]
+    assert env0.truncated and not env0.terminated and env0.final_value == 7.0 and env0.finished_update == 1
+    assert env0.log_probs.tolist() == [-1.0] * 5 and env0.episode_return == 10.0
+
+
+def test_discarded_tails_never_join_a_later_episode():
+    asm = TrajectoryAssembler(1)
+    buf = RolloutBuffer(3, 1, obs_dim=3, action_shape=(), action_dtype=torch.int64)
+    for t in range(3):
+        fill(buf, t, 1, [False], tag=1.0)
+    assert asm.add_rollout(buf, 0) == []
+    asm.discard_pending()  # envs reset (checkpoint)
+    for t in range(3):
+        fill(buf, t, 1, [t == 1], tag=2.0)
+    (only,) = asm.add_rollout(buf, 1)
+    assert only.obs[:, 0].tolist() == [2, 2]
+
+
+def test_fifo_eviction_order():
+    buf = TrajectoryBuffer(3)
+    buf.add([traj(r) for r in (10, 20, 30)])
+    buf.add([traj(40), traj(50)])
+    assert [t.episode_return for t in buf.items] == [30, 40, 50]
+
+
+def test_best_trajectory_always_in_the_hybrid_batch_and_others_distinct():
+    buf = TrajectoryBuffer(20)
+    buf.add([traj(r) for r in [5, 99, 3, 7, 1, 2, 8, 4]])
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(200):
+        picked = buf.sample(5, rng)
+        assert picked[0] == 1 and len(set(picked)) == 5
+        seen.update(picked[1:])
+    assert seen == {0, 2, 3, 4, 5, 6, 7}  # the others are drawn uniformly from the rest
+    assert buf.sample(50, rng)[0] == 1 and len(buf.sample(50, rng)) == 8
+
+
+def test_hybrid_batch_keeps_behaviour_log_probs_and_splits_samples():
+    trajs = [traj(10, length=6), traj(5, length=3)]
+    hybrid, _ = build_hybrid_batches(trajs, 0.99, 0.95, samples=8, rng=np.random.default_rng(0))
+    batch = hybrid.epoch_batch()
+    assert batch.obs.shape[0] == 8
+    assert torch.equal(batch.log_probs, torch.full((8,), -0.5))  # the stored behaviour log-probs
+    # Even split: 4 rows from each trajectory (the short one sampled with replacement).
+    assert hybrid.segments == [(0, 6), (6, 9)]
+
+
+def test_truncated_trajectory_bootstraps_terminated_does_not():
+    rewards = torch.zeros(2)
+    trunc = traj(0, length=2, terminated=False, final_value=10.0, rewards=rewards)
+    term = traj(0, length=2, terminated=True, final_value=10.0, rewards=rewards)
+    hybrid, _ = build_hybrid_batches([trunc, term], 0.5, 1.0, samples=4, rng=np.random.default_rng(0))
+    adv = hybrid.pooled.advantages
+    torch.testing.assert_close(adv[:2], torch.tensor([2.5, 5.0]))
+    torch.testing.assert_close(adv[2:], torch.zeros(2))
+
+
+def test_recomputed_values_come_from_the_current_critic():
+    t = traj(1, length=3)
+    hybrid, _ = build_hybrid_batches([t], 1.0, 1.0, samples=3, rng=np.random.default_rng(0),
+                                     value_fn=lambda obs: torch.full((obs.shape[0],), 3.0))
+    assert torch.equal(hybrid.pooled.values, torch.full((3,), 3.0))
+
+
+def test_hp3o_plus_replaces_baseline_only_under_its_rule():
+    obs = torch.tensor([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0], [0.0, 0.1]])
+    values = torch.tensor([0.0, 3.0, 0.0, 2.0])
+    best_obs = torch.tensor([[0.0, 0.05], [1.0, 0.0]])
+    best_values = torch.tensor([1.0, 2.5])
+    out = hp3o_plus_baseline(obs, values, best_obs, best_values, threshold=0.2)
+    # near & larger -> replaced; near & smaller -> kept; far -> kept; near & smaller -> kept
+    assert out.tolist() == [1.0, 3.0, 0.0, 2.0]
+
+
+def test_hp3o_plus_changes_advantages_of_non_best_only():
+    best = traj(10, length=2, obs=torch.zeros(2, 2), values=torch.full((2,), 5.0))
+    other = traj(1, length=2, obs=torch.zeros(2, 2), values=torch.zeros(2))
+    plain, _ = build_hybrid_batches([best, other], 0.9, 0.9, 4, np.random.default_rng(0))
+    plus, frac = build_hybrid_batches([best, other], 0.9, 0.9, 4, np.random.default_rng(0), plus_threshold=0.1)
+    assert frac == 1.0
+    torch.testing.assert_close(plus.pooled.advantages[:2], plain.pooled.advantages[:2])
+    torch.testing.assert_close(plus.pooled.advantages[2:], plain.pooled.returns[2:] - 5.0)
+    torch.testing.assert_close(plus.pooled.returns, plain.pooled.returns)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(hp3o=True, hp3o_trajectories=30, hp3o_buffer_size=20), "larger than the buffer"),
+    (dict(hp3o=True, hp3o_samples=1000, num_minibatches=3), "hp3o_samples"),
+    (dict(hp3o_plus=True), "needs hp3o"),
+    (dict(hp3o=True, hp3o_threshold=0.0), "hp3o_threshold"),
+    (dict(hp3o=True, hp3o_buffer_size=0), "hp3o_buffer_size"),
+])
+def test_invalid_hp3o_settings_are_one_line_errors(kw, match):
+    with pytest.raises(rlkit.ConfigError, match=match) as e:
+        rlkit.TrainConfig(**kw)
+    assert "\n" not in str(e.value)
+
+
+def test_hp3o_trains_and_logs_diagnostics(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    cfg = rlkit.preset("cartpole", "hp3o-plus", total_steps=4 * 512, logdir=logdir, eval_episodes=1, progress=False,
+                       update_epochs=2)
+    result = rlkit.train(cfg)
+    assert result.variant == "hp3o+"
+    acc = EventAccumulator(result.run_dir)
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    for tag in ("hp3o/buffer_fill", "hp3o/best_return", "hp3o/sampled_age", "hp3o/replay_ratio_mean",
+                "hp3o/replay_clipfrac", "hp3o/baseline_replaced_frac", "losses/approx_kl", "losses/clipfrac"):
+        assert tag in tags, tag
+    assert max(e.value for e in acc.Scalars("hp3o/buffer_fill")) == 20
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["hp3o", "outer-nesterov"])
+def test_variants_learn_cartpole(logdir, variant):
+    cfg = rlkit.preset("cartpole", variant, total_steps=100_000, logdir=logdir, eval_episodes=20, progress=False)
+    result = rlkit.train(cfg)
+    assert result.eval_return_mean >= 475, result.eval_return_mean

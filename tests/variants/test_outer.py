@@ -1,0 +1,148 @@
+"""Outer-PPO: the outer step, its special cases, and its place in the trainer."""
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from torch import nn
+
+import rlkit
+from rlkit.io.checkpoint import resolve_checkpoint
+from rlkit.core.optim import FlatParameters
+from rlkit.variants.outer import OuterStep
+
+
+def toy(values):
+    p = nn.Parameter(torch.tensor(values))
+    return FlatParameters([p]), p
+
+
+def inner(flat, theta_star):
+    flat.data.copy_(torch.tensor(theta_star))
+
+
+def test_sigma_one_without_momentum_returns_theta_star_bit_for_bit():
+    flat, _ = toy([0.1, -3.7, 1e-8, 12345.678])
+    outer = OuterStep(flat, lr=1.0)
+    star = [0.30000001, -3.70001, -2e-9, 0.001]
+    outer.begin()
+    inner(flat, star)
+    outer.end()
+    assert torch.equal(flat.data, torch.tensor(star))
+
+
+def test_sigma_zero_leaves_weights_unchanged():
+    start = [0.1, -3.7, 1e-8, 12345.678]
+    flat, _ = toy(start)
+    outer = OuterStep(flat, lr=0.0)
+    outer.begin()
+    inner(flat, [5.0, 5.0, 5.0, 5.0])
+    outer.end()
+    assert torch.equal(flat.data, torch.tensor(start))
+
+
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_momentum_and_nesterov_match_hand_computation(nesterov):
+    sigma, mu = 0.5, 0.9
+    flat, _ = toy([1.0])
+    outer = OuterStep(flat, lr=sigma, momentum=mu, nesterov=nesterov)
+    theta, buf = 1.0, 0.0
+    for star_offset in (-0.2, -0.1, 0.3):
+        outer.begin()
+        inner(flat, [theta + star_offset])
+        outer.end()
+        g = -star_offset                     # g = theta_k - theta*
+        buf = mu * buf + g if buf else g     # torch SGD: the first step initializes the buffer to g
+        d = g + mu * buf if nesterov else buf
+        theta = theta - sigma * d
+        assert float(flat.data[0]) == pytest.approx(theta, rel=1e-6)
+
+
+def test_biased_init_starts_inner_loop_along_previous_momentum():
+    flat, _ = toy([1.0, 2.0])
+    outer = OuterStep(flat, lr=1.0, momentum=0.5, bias=0.4)
+    outer.begin()
+    assert torch.equal(flat.data, torch.tensor([1.0, 2.0]))  # no momentum yet: no bias
+    inner(flat, [0.8, 2.5])          # g = [0.2, -0.5]
+    outer.end()                      # buffer = g; theta = theta - g = [0.8, 2.5]
+    theta_k = flat.data.clone()
+    outer.begin()
+    expected = theta_k - 0.4 * torch.tensor([0.2, -0.5])
+    torch.testing.assert_close(flat.data, expected)
+    torch.testing.assert_close(outer.theta_k, theta_k)  # the outer gradient is taken from theta_k
+
+
+def test_actor_only_leaves_critic_to_the_inner_loop():
+    a, c = nn.Parameter(torch.tensor([1.0])), nn.Parameter(torch.tensor([1.0]))
+    flat = FlatParameters([a, c], split=1)
+    outer = OuterStep(flat, lr=0.5, actor_only=True)
+    outer.begin()
+    inner(flat, [3.0, 3.0])
+    outer.end()
+    assert float(a.detach()) == pytest.approx(2.0) and float(c.detach()) == 3.0
+
+
+def test_any_torch_optimizer_can_be_the_outer_one():
+    flat, _ = toy([1.0])
+    outer = OuterStep(flat, lr=0.1, optimizer="Adam")
+    outer.begin()
+    inner(flat, [0.0])
+    outer.end()
+    assert float(flat.data[0]) == pytest.approx(0.9, rel=1e-4)  # Adam's first step is lr * sign(g)
+
+
+def _weights(result):
+    return load_file(str(resolve_checkpoint(result.run_dir) / "tensors.safetensors"))
+
+
+def small(logdir, **kw):
+    base = dict(env="CartPole-v1", total_steps=6 * 512, update_epochs=2, logdir=logdir, eval_episodes=1,
+                progress=False)
+    return rlkit.TrainConfig(**{**base, **kw})
+
+
+def test_outer_sigma_one_equals_plain_ppo_in_training(logdir):
+    plain = _weights(rlkit.train(small(logdir, run_name="plain")))
+    outer_run = rlkit.train(small(logdir, run_name="outer", outer=True, outer_lr=1.0))
+    assert outer_run.variant == "outer-lr1"
+    outer = _weights(outer_run)
+    assert all(torch.equal(plain[k], outer[k]) for k in plain if k.startswith("model."))
+    changed = _weights(rlkit.train(small(logdir, run_name="outer15", outer_lr=1.5)))
+    assert any(not torch.equal(plain[k], changed[k]) for k in plain if k.startswith("model."))
+
+
+def rewind_to(run_dir, checkpoint):
+    """Make a finished run look killed right after ``checkpoint`` (later checkpoints removed)."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    ckpts = Path(run_dir) / "checkpoints"
+    for p in ckpts.glob("update-*"):
+        if p.name > checkpoint:
+            shutil.rmtree(p)
+    (ckpts / "latest.json").write_text(json.dumps({"checkpoint": checkpoint}))
+
+
+def test_outer_and_hp3o_compose_and_resume_exactly(logdir):
+    cfg = small(logdir, run_name="combo", outer_lr=1.2, outer_momentum=0.5, outer_nesterov=True, hp3o=True,
+                hp3o_samples=256, hp3o_plus=True, checkpoint_every=2 * 512)
+    assert cfg.variant == "outer-lr1.2-m0.5-nesterov+hp3o+"
+    first = rlkit.train(cfg)
+    full = _weights(first)
+    assert "outer.momentum_buffer" in full and any(k.startswith("hp3o.") for k in full)
+    rewind_to(first.run_dir, "update-0000004")
+    resumed = _weights(rlkit.train(rlkit.TrainConfig(resume=first.run_dir)))
+    assert set(full) == set(resumed)
+    assert all(torch.equal(full[k], resumed[k]) for k in full)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(outer_lr=0.0), "outer_lr"), (dict(outer_lr=-1.0), "outer_lr"),
+    (dict(outer_momentum=1.0), "outer_momentum"), (dict(outer_nesterov=True), "outer_momentum > 0"),
+    (dict(outer_bias=0.5), "outer momentum"), (dict(outer_params="critic"), "outer_params"),
+    (dict(outer_optimizer="NoSuchOpt"), "torch.optim"), (dict(outer_optimizer="Adam", outer_momentum=0.5), "SGD"),
+])
+def test_invalid_outer_settings_are_one_line_errors(kw, match):
+    with pytest.raises(rlkit.ConfigError, match=match) as e:
+        rlkit.TrainConfig(**kw)
+    assert "\n" not in str(e.value)

@@ -1,0 +1,163 @@
+"""Extending rlkit without touching a trainer: a toy variant (an update hook with checkpoint
+state) and a toy head (Bernoulli actions for MultiBinary spaces), each one module plus a
+registration, run through the real trainers."""
+
+import json
+import shutil
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import rlkit
+from rlkit.core.heads import NumpySample, make_head, register_head
+from rlkit.io.checkpoint import resolve_checkpoint
+from rlkit.variants import VariantState, register_hook, unregister_hook
+
+
+class CountingHook:
+    """Counts the updates it wrapped; the count travels in checkpoints (JSON and a tensor)."""
+
+    name = "counter"
+
+    def __init__(self) -> None:
+        self.count, self.open = 0, False
+
+    def begin(self) -> None:
+        assert not self.open
+        self.open = True
+
+    def end(self) -> dict[str, float]:
+        self.open, self.count = False, self.count + 1
+        return {"counter/updates": float(self.count)}
+
+    def state(self) -> VariantState:
+        return VariantState({"count": torch.tensor([self.count])}, {"count": self.count})
+
+    def load_state(self, state: VariantState) -> None:
+        assert int(state.tensors["count"][0]) == state.json["count"]
+        self.count = state.json["count"]
+
+
+@pytest.fixture
+def counting():
+    hooks = []
+    register_hook("counter", lambda options, flat: hooks.append(CountingHook()) or hooks[-1])
+    yield hooks
+    unregister_hook("counter")
+
+
+def test_a_toy_variant_runs_checkpoints_and_resumes_in_the_gym_trainer(tmp_path, counting):
+    cfg = rlkit.TrainConfig(total_steps=4 * 256, num_envs=2, num_steps=128, num_minibatches=2, update_epochs=1,
+                            checkpoint_every=2 * 256, logdir=str(tmp_path), run_name="a", eval_episodes=0,
+                            progress=False)
+    result = rlkit.train(cfg)
+    ckpt = resolve_checkpoint(result.run_dir)
+    assert json.loads((ckpt / "state.json").read_text())["variants"]["counter"] == {"count": 4}
+    assert counting[0].count == 4
+    # Resume a copy of the run from its update-2 checkpoint: the count is restored, then continues.
+    copy = tmp_path / "b"
+    shutil.copytree(result.run_dir, copy)
+    shutil.rmtree(copy / "checkpoints" / "update-0000004")
+    (copy / "checkpoints" / "latest.json").write_text(json.dumps({"checkpoint": "update-0000002"}))
+    rlkit.train(rlkit.TrainConfig(resume=str(copy)))
+    assert counting[-1].count == 4 and len(counting) == 2
+
+
+def test_a_toy_variant_runs_in_the_rlhf_trainer(tmp_path, counting):
+    from rlkit.rlhf.config import RLHFConfig
+    from rlkit.rlhf.trainer import RLHFTrainer
+    from tests import tiny_lm
+
+    cfg = RLHFConfig(num_envs=4, max_new_tokens=3, iterations=2, num_minibatches=2, logdir=str(tmp_path),
+                     save_model=False, torch_threads=1, checkpoint_every=1)
+    trainer = RLHFTrainer(cfg, reward=lambda p, r: [0.0] * len(r), policy=tiny_lm.causal_lm(),
+                          tokenizer=tiny_lm.tokenizer(), prompts=["the movie was"])
+    result = trainer.train()
+    state = json.loads((resolve_checkpoint(result.run_dir) / "state.json").read_text())
+    assert state["variants"]["counter"] == {"count": 2}
+    assert [h["counter/updates"] for h in result.history] == [1.0, 2.0]
+
+
+class BernoulliHead(nn.Module):
+    """Independent Bernoulli actions for ``MultiBinary(n)``; params are logits ``[B, n]``."""
+
+    action_dtype = torch.float32
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.out_dim, self.action_shape = n, (n,)
+
+    def sample(self, logits, generator=None):
+        return torch.bernoulli(torch.sigmoid(logits), generator=generator)
+
+    def log_prob(self, logits, actions):
+        return -nn.functional.binary_cross_entropy_with_logits(logits, actions, reduction="none").sum(-1)
+
+    def entropy(self, logits):
+        p = torch.sigmoid(logits)
+        return nn.functional.binary_cross_entropy_with_logits(logits, p, reduction="none").sum(-1)
+
+    def log_prob_entropy(self, logits, actions):
+        return self.log_prob(logits, actions), self.entropy(logits)
+
+    def mode(self, logits):
+        return (logits > 0).float()
+
+    def to_env(self, actions):
+        return actions.astype(np.int8)
+
+    def numpy_sampler(self):
+        return _NumpyBernoulli()
+
+
+class _NumpyBernoulli:
+    def sample(self, out, rng):
+        p = 1.0 / (1.0 + np.exp(-out))
+        actions = (rng.random(out.shape, dtype=np.float32) < p).astype(np.float32)
+        log_probs = (actions * np.log(p) + (1 - actions) * np.log1p(-p)).sum(-1).astype(np.float32)
+        return NumpySample(actions, log_probs)
+
+    def mode(self, out):
+        return (out > 0).astype(np.float32)
+
+
+class CopyBits(gym.Env):
+    """Observe 3 random bits; reward = bits copied correctly. 8 steps per episode."""
+
+    def __init__(self) -> None:
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+        self.action_space = gym.spaces.MultiBinary(3)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.bits = 0, self.np_random.integers(0, 2, 3).astype(np.float32)
+        return self.bits.copy(), {}
+
+    def step(self, action):
+        reward = float((np.asarray(action) == self.bits).sum())
+        self.t += 1
+        self.bits = self.np_random.integers(0, 2, 3).astype(np.float32)
+        return self.bits.copy(), reward, False, self.t >= 8, {}
+
+
+def test_a_toy_head_is_one_class_plus_a_registration(tmp_path, monkeypatch):
+    from rlkit.core import heads
+
+    monkeypatch.setattr(heads, "_HEADS", list(heads._HEADS))  # the registration ends with the test
+    with pytest.raises(rlkit.UnsupportedSpaceError):
+        make_head(gym.spaces.MultiBinary(3))
+    register_head(gym.spaces.MultiBinary, lambda space: BernoulliHead(int(space.n)))
+    if "rlkit-test/CopyBits-v0" not in gym.registry:
+        gym.register("rlkit-test/CopyBits-v0", entry_point=CopyBits)
+    head = make_head(gym.spaces.MultiBinary(3))
+    logits = torch.randn(5, 3)
+    sample = head.numpy_sampler().sample(logits.numpy(), np.random.default_rng(0))
+    torch.testing.assert_close(head.log_prob(logits, torch.from_numpy(sample.actions)),
+                               torch.from_numpy(sample.log_probs))
+    cfg = rlkit.TrainConfig(env="rlkit-test/CopyBits-v0", total_steps=40 * 256, num_envs=4, num_steps=64,
+                            num_minibatches=4, update_epochs=4, learning_rate=3e-3, ent_coef=0.0, gamma=0.0,
+                            logdir=str(tmp_path), eval_episodes=5, progress=False)
+    assert rlkit.train(cfg).eval_return_mean > 22  # 24 at best; random bits score ~12
