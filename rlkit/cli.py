@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import signal
 import sys
+from typing import Any
 
 import tyro
 
-from rlkit.core.config import deferred_validation
+from rlkit.core.config import deferred_validation, flat_field_names
 from rlkit.errors import ConfigError, RlkitError
 from rlkit.gym.config import PRESETS, TrainConfig, preset
 
@@ -19,26 +22,52 @@ TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
 """Flags stay flat (``--clip-coef``) although the PPO and variant fields are composed sub-configs."""
 
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
-       rlkit eval RUN_DIR [--episodes N] [--seed S]
+       rlkit eval RUN_DIR [--episodes N] [--seed S] [--max-steps N]
        rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]"""
 
 
+def _flags_given(argv: list[str], cls: type) -> set[str]:
+    """Config fields named on the command line (``--no-x`` names ``x``)."""
+    names = flat_field_names(cls)
+    given = set()
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            name = name[3:] if name.startswith("no_") and name[3:] in names else name
+            if name in names:
+                given.add(name)
+    return given
+
+
+def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
+    """On ``--resume``, the other fields the command line sets (the trainer refuses those a
+    resumed run may not change, naming them)."""
+    return {name: getattr(cfg, name) for name in _flags_given(argv, type(cfg)) - {"resume"}}
+
+
 def _train(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", nargs="+", default=[])
+    pre.add_argument("--preset", nargs="+", action="extend", default=[])
     known, rest = pre.parse_known_args(argv)
     default = preset(*known.preset) if known.preset else TrainConfig()
     description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME [NAME ...] starts from "
                    f"named presets applied in order ({', '.join(PRESETS)}), e.g. --preset mujoco hp3o; "
-                   "other flags override their fields.")
+                   "other flags override their fields. With --resume RUN_DIR the run continues with its own "
+                   "config; --total-steps extends it.")
     with deferred_validation():
         cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
                        config=TYRO_CONFIG)
-    cfg.validate()
-    from rlkit.gym.trainer import train
+    from rlkit.gym.trainer import PPOTrainer
 
-    result = train(cfg)
+    if cfg.resume:
+        if known.preset:
+            raise ConfigError("--preset cannot be combined with --resume (a resumed run keeps its own config)")
+        trainer = PPOTrainer(TrainConfig(resume=cfg.resume), _resume_changes(cfg, rest))
+    else:
+        cfg.validate()
+        trainer = PPOTrainer(cfg)
+    result = trainer.train()
     print(json.dumps(result.to_json()))
     print(f"eval return {result.eval_return_mean:.1f} +- {result.eval_return_std:.1f}; "
           f"TensorBoard logs: tensorboard --logdir {result.run_dir}", file=sys.stderr)
@@ -50,34 +79,41 @@ def _eval(argv: list[str]) -> int:
     parser.add_argument("run_dir")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=10_000)
+    parser.add_argument("--max-steps", type=int, default=0,
+                        help="cut each episode after this many steps (0: the env's time limit, else 10,000)")
     args = parser.parse_args(argv)
-    if args.episodes <= 0:
-        raise ConfigError(f"--episodes must be positive, got {args.episodes}")
+    if args.episodes <= 0 or args.max_steps < 0:
+        raise ConfigError(f"--episodes must be positive and --max-steps >= 0, got {args.episodes}, {args.max_steps}")
+    from rlkit.core.config import require_seed
+
+    require_seed(args.seed)
     import time
 
     from rlkit.gym.agent import Agent
 
     agent, cfg = Agent.load(args.run_dir)
     start = time.perf_counter()
-    result = agent.evaluate(cfg.env, args.episodes, seed=args.seed)
+    result = agent.evaluate(cfg.env, args.episodes, seed=args.seed, max_steps=args.max_steps or None)
     seconds = time.perf_counter() - start
     print(json.dumps({"env": cfg.env, "seed": args.seed, "total_steps": sum(result.lengths),
                       "steps_per_second": sum(result.lengths) / seconds, "eval_return_mean": result.mean,
                       "eval_return_std": result.std, "run_dir": args.run_dir, "variant": cfg.variant,
-                      "episodes": args.episodes}))
+                      "episodes": args.episodes, "capped_episodes": result.capped}))
     return 0
 
 
 def _rlhf(argv: list[str]) -> int:
     from rlkit.rlhf.config import RLHFConfig
-    from rlkit.rlhf.trainer import train_rlhf
+    from rlkit.rlhf.trainer import RLHFTrainer
 
     with deferred_validation():
         cfg = tyro.cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
-    cfg = cfg.replace()  # validates
-    result = train_rlhf(cfg)
-    print(json.dumps(result.to_json()))
+    if cfg.resume:
+        trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=_resume_changes(cfg, argv))
+    else:
+        trainer = RLHFTrainer(cfg.replace())  # replace() validates
+    print(json.dumps(trainer.train().to_json()))
     return 0
 
 
@@ -92,20 +128,35 @@ def _rm(argv: list[str]) -> int:
     return 0
 
 
+def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
+    from rlkit.core.loop import Interrupted
+
+    if isinstance(exc, Interrupted):
+        name = signal.Signals(exc.signum).name
+        print(f"rlkit: {name}: stopped after the update in flight; checkpoint {exc.checkpoint.name} written; "
+              f"continue with: rlkit {command} --resume {exc.run_dir}", file=sys.stderr)
+        return 128 + exc.signum
+    print("rlkit: interrupted; the newest checkpoint in the run directory (if any) is intact", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm}
+    if argv[:1] in (["-h"], ["--help"]):
+        print(USAGE + f"\npresets: {', '.join(PRESETS)}")
+        return 0
     if not argv or argv[0] not in commands:
         print(USAGE + f"\npresets: {', '.join(PRESETS)}", file=sys.stderr)
         return 2
+    logging.basicConfig(format="rlkit: %(message)s", level=logging.WARNING)
     try:
         return commands[argv[0]](argv[1:])
     except RlkitError as exc:
         print(f"rlkit: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("rlkit: interrupted; resume from the last checkpoint with --resume RUN_DIR", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, argv[0])
 
 
 if __name__ == "__main__":

@@ -44,3 +44,7 @@ def one_line(exc: BaseException) -> str:
     """The first line of an exception's message (its type name when it has none)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+class ObservationError(RlkitError, ValueError):
+    """An observation an agent cannot act on (wrong shape, not numeric, NaN or inf)."""

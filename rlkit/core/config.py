@@ -104,6 +104,12 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def require_seed(seed: object) -> None:
+    """Seeds are integers in [0, 2**32) (what numpy, torch and Gymnasium all accept)."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
+        raise ConfigError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+
+
 def require_positive_int(cfg: object, name: str) -> None:
     value = getattr(cfg, name)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:

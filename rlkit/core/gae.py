@@ -20,17 +20,17 @@ class GAEResult(NamedTuple):
 
 
 def compute_gae(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    terminated: torch.Tensor,
-    done: torch.Tensor,
+    rewards: torch.Tensor | np.ndarray,
+    values: torch.Tensor | np.ndarray,
+    next_values: torch.Tensor | np.ndarray,
+    terminated: torch.Tensor | np.ndarray,
+    done: torch.Tensor | np.ndarray,
     gamma: float,
     lam: float,
 ) -> GAEResult:
     """GAE over a rollout of ``T`` steps from ``N`` environments.
 
-    Args:
+    Args (torch tensors, or numpy arrays: converted to float32 / bool tensors):
         rewards: ``[T, N]`` reward of transition t.
         values: ``[T, N]`` V(s_t).
         next_values: ``[T, N]`` V(s_{t+1}) of the *true* next state: the final observation
@@ -44,6 +44,10 @@ def compute_gae(
         ``delta_t = r_t + gamma * (1 - terminated_t) * next_values_t - values_t`` and
         ``A_t = delta_t + gamma * lam * (1 - done_t) * A_{t+1}``.
     """
+    rewards, values, next_values = (torch.as_tensor(x, dtype=torch.float32) if isinstance(x, np.ndarray) else x
+                                    for x in (rewards, values, next_values))
+    terminated, done = (torch.as_tensor(x, dtype=torch.bool) if isinstance(x, np.ndarray) else x
+                        for x in (terminated, done))
     if not (rewards.shape == values.shape == next_values.shape == terminated.shape == done.shape):
         raise ValueError(
             "compute_gae: rewards, values, next_values, terminated and done must share one [T, N] shape, got "

@@ -7,12 +7,15 @@ A trainer provides :class:`Iterating`: one update at a time (``iterate``), its c
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Protocol
+from typing import Any, Iterator, Mapping, NamedTuple, Protocol
 
 import torch
 from tqdm import tqdm
@@ -76,9 +79,12 @@ def seed_and_threads(seed: int, threads: int) -> None:
     torch.manual_seed(seed)
 
 
-def open_run_dir(logdir: str, name: str, resume: str | None) -> Path:
-    """The resumed run's directory, or a new ``logdir/name`` (never one that has checkpoints)."""
-    return run_dir_of(resume) if resume else new_run_dir(logdir, name)
+def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: str | None) -> Path:
+    """The resumed run's directory, or a new one made exclusively: ``logdir/run_name`` (refused
+    if it exists) or ``logdir/default_name`` (numbered on a clash, e.g. runs started together)."""
+    if resume:
+        return run_dir_of(resume)
+    return new_run_dir(logdir, run_name or default_name, numbered=run_name is None)
 
 
 def timestamp() -> str:
@@ -96,35 +102,80 @@ def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any]
     return logger
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped a run after the update in flight; a checkpoint was written."""
+
+    def __init__(self, signum: int, run_dir: Path, checkpoint: Path) -> None:
+        super().__init__(f"{signal.Signals(signum).name}: checkpoint {checkpoint.name} in {run_dir}")
+        self.signum, self.run_dir, self.checkpoint = signum, run_dir, checkpoint
+
+
+class _StopRequest:
+    signum: int | None = None
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[_StopRequest]:
+    """The first SIGINT or SIGTERM asks the loop to stop after the update in flight (and write a
+    checkpoint); a second one stops at once. Only the main thread can own signal handlers."""
+    request = _StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield request
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        if request.signum is not None:
+            raise KeyboardInterrupt
+        request.signum = signum
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield request
+    finally:
+        for s, previous in old.items():
+            signal.signal(s, previous)
+
+
 def run_updates(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Schedule,
                 progress: bool = False, initial_units: float = 0) -> None:
     """Update until ``schedule.num_updates``: set the learning rate, time and log each update,
     checkpoint on the cadence (the log is flushed first, so everything up to a checkpoint is on
-    disk before the checkpoint exists)."""
+    disk before the checkpoint exists). SIGINT/SIGTERM stop the run after the update in flight
+    with a checkpoint (:class:`Interrupted`); the continuation from it is a valid run, though not
+    bit-identical to an uninterrupted one (the checkpoint starts new episodes)."""
     bar = tqdm(total=schedule.progress_total, initial=initial_units, unit="step", dynamic_ncols=True,
                disable=not (progress and schedule.progress_total and sys.stderr.isatty()))
-    try:
-        while trainer.updates_done < schedule.num_updates:
-            start = time.perf_counter()
-            lr = schedule.lr(trainer.updates_done)
-            optimizer.param_groups[0]["lr"] = lr
-            stats, step, units, postfix = trainer.iterate()
-            seconds = time.perf_counter() - start
-            trainer.seconds += seconds
-            stats["charts/learning_rate"] = lr
-            stats["charts/steps_per_second"] = units / seconds
-            logger.scalars(stats, step)
-            trainer.after_update(stats, logger)
-            bar.update(units)
-            if postfix:
-                bar.set_postfix_str(postfix, refresh=False)
-            if schedule.checkpoint_due(trainer.updates_done):
-                logger.flush()
-                trainer.save()
-                if trainer.updates_done < schedule.num_updates:
-                    trainer.after_checkpoint()
-    finally:
-        bar.close()
+    with _stop_on_signals() as stop:
+        try:
+            _loop(trainer, optimizer, logger, schedule, bar, stop)
+        finally:
+            bar.close()
+
+
+def _loop(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Schedule, bar: tqdm,
+          stop: _StopRequest) -> None:
+    while trainer.updates_done < schedule.num_updates:
+        start = time.perf_counter()
+        lr = schedule.lr(trainer.updates_done)
+        optimizer.param_groups[0]["lr"] = lr
+        stats, step, units, postfix = trainer.iterate()
+        seconds = time.perf_counter() - start
+        trainer.seconds += seconds
+        stats["charts/learning_rate"] = lr
+        stats["charts/steps_per_second"] = units / seconds
+        logger.scalars(stats, step)
+        trainer.after_update(stats, logger)
+        bar.update(units)
+        if postfix:
+            bar.set_postfix_str(postfix, refresh=False)
+        due = schedule.checkpoint_due(trainer.updates_done)
+        if due or stop.signum is not None:
+            logger.flush()
+            checkpoint = trainer.save()
+            if stop.signum is not None:
+                raise Interrupted(stop.signum, checkpoint.parents[1], checkpoint)
+            if trainer.updates_done < schedule.num_updates:
+                trainer.after_checkpoint()
 
 
 def write_result(run_dir: Path, result: Mapping[str, Any]) -> None:

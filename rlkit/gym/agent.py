@@ -8,15 +8,22 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 from rlkit.core.normalization import ObsNormalizer
+from rlkit.errors import ObservationError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import check_env_id
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint
 
 
+DEFAULT_EVAL_CAP = 10_000
+"""Steps after which an evaluation episode is cut when the env has no time limit of its own."""
+
+
 class EvalResult(NamedTuple):
     returns: list[float]
     lengths: list[int]
+    capped: int = 0
+    """Episodes cut at the step cap (they count with the return they had)."""
 
     @property
     def mean(self) -> float:
@@ -36,8 +43,16 @@ class Agent:
 
     def act(self, obs: np.ndarray, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
         """Env-ready action(s) for one observation or a batch ``[N, *obs_shape]``."""
-        obs = np.asarray(obs, dtype=np.float32)
-        single = obs.ndim == len(self.obs_shape)
+        try:
+            obs = np.asarray(obs, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise ObservationError(f"observation is not numeric: {exc}") from None
+        single = obs.shape == self.obs_shape
+        if not single and obs.shape[1:] != self.obs_shape:
+            raise ObservationError(f"observation of shape {obs.shape}; this agent takes {self.obs_shape} or a batch "
+                             f"[N, {', '.join(map(str, self.obs_shape))}]")
+        if not np.isfinite(obs).all():
+            raise ObservationError("observation contains NaN or inf")
         batch = obs.reshape(1 if single else obs.shape[0], -1)
         x = self.obs_norm(batch, update=False)
         if deterministic:
@@ -47,25 +62,29 @@ class Agent:
         actions = self.model.head.to_env(actions)
         return actions[0] if single else actions
 
-    def evaluate(self, env_id: str, episodes: int, seed: int = 0) -> EvalResult:
-        """Deterministic returns over ``episodes`` episodes (seeds ``seed, seed+1, ...``)."""
+    def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None) -> EvalResult:
+        """Deterministic returns over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each
+        episode is cut after ``max_steps`` (default: the env's own time limit, else
+        :data:`DEFAULT_EVAL_CAP`) so an env that never ends cannot hang the evaluation."""
         check_env_id(env_id)
         env = gym.make(env_id)
-        returns, lengths = [], []
+        cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
+        returns, lengths, capped = [], [], 0
         try:
             for i in range(episodes):
                 obs, _ = env.reset(seed=seed + i)
                 total, steps, done = 0.0, 0, False
-                while not done:
+                while not done and steps < cap:
                     obs, reward, terminated, truncated, _ = env.step(self.act(obs))
                     total += float(reward)
                     steps += 1
                     done = terminated or truncated
+                capped += not done
                 returns.append(total)
                 lengths.append(steps)
         finally:
             env.close()
-        return EvalResult(returns, lengths)
+        return EvalResult(returns, lengths, capped)
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":

@@ -13,8 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlkit.core.config import (PPOConfig, composed_from_dict, composed_getattr, composed_replace, composed_to_dict,
-                               deferred_validation, flat_init, require_positive_int, validation_enabled)
+                               deferred_validation, flat_init, require_positive_int, require_seed,
+                               validation_enabled)
+from rlkit.core.device import check_device
 from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import check_run_name
 from rlkit.variants.options import VariantOptions
 
 __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
@@ -60,6 +63,9 @@ class TrainConfig:
     eval_every: int = 0
     """Also evaluate (eval_episodes deterministic episodes) every this many env steps during training,
     logged as eval/return_mean (0: only at the end). Outside the timed span; training is unaffected."""
+    eval_max_steps: int = 0
+    """Cut each evaluation episode after this many steps (0: the env's own time limit, else 10,000);
+    cut episodes are counted in eval/capped_episodes."""
     device: str = "auto"
     """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
     torch_threads: int = 1
@@ -78,9 +84,13 @@ class TrainConfig:
         """Raise :class:`ConfigError` (one line, naming the field) on any malformed value."""
         self.ppo.validate()
         self.variants.validate()
+        if self.run_name is not None:
+            check_run_name(self.run_name)
+        require_seed(self.seed)
+        check_device(self.device)
         for name in ("total_steps", "num_envs", "num_steps", "checkpoint_every", "torch_threads"):
             require_positive_int(self, name)
-        for name in ("eval_episodes", "eval_every"):
+        for name in ("eval_episodes", "eval_every", "eval_max_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.update_batch_size % self.num_minibatches:
@@ -161,12 +171,20 @@ PRESETS.update({
 })
 
 
+ENV_PRESETS = ("cartpole", "mujoco")
+"""Presets that choose an environment and its settings; at most one per config."""
+
+
 def preset(*names: str, **overrides: object) -> TrainConfig:
     """Named presets applied in order, then field overrides, e.g.
-    ``preset("mujoco", "outer-nesterov", env="Walker2d-v5")``."""
+    ``preset("mujoco", "outer-nesterov", env="Walker2d-v5")``. At most one env preset."""
     fields: dict[str, object] = {}
     for name in names:
         if name not in PRESETS:
             raise ConfigError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
         fields.update(PRESETS[name])
+    envs = [n for n in dict.fromkeys(names) if n in ENV_PRESETS]
+    if len(envs) > 1:
+        raise ConfigError(f"presets {' and '.join(envs)} both choose an environment; use one env preset "
+                          f"({', '.join(ENV_PRESETS)}) plus variant presets and --env")
     return TrainConfig().replace(**{**fields, **overrides})

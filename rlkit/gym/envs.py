@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import importlib
+import signal
+import threading
+from typing import Any, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -12,11 +16,34 @@ from rlkit.errors import one_line as _one_line
 
 
 def check_env_id(env_id: str) -> None:
-    """Raise :class:`EnvError` unless ``env_id`` is registered with Gymnasium."""
+    """Raise :class:`EnvError` unless ``env_id`` is registered with Gymnasium. Gymnasium's
+    ``module:EnvId`` form imports ``module`` first (which registers its envs)."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_one_line(exc)}") from None
     try:
-        gym.spec(env_id)
+        gym.spec(name)
     except gym.error.Error as exc:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
+
+
+@contextlib.contextmanager
+def _workers_ignore_signals() -> Iterator[None]:
+    """Subprocess workers started inside inherit SIGINT and SIGTERM as ignored: an interrupt
+    reaches the trainer alone, which finishes its update, checkpoints and closes the workers
+    (a worker killed mid-step would leave the trainer waiting or reading a broken pipe)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
 
 
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwargs: Any) -> gym.vector.VectorEnv:
@@ -29,22 +56,41 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     """
     check_env_id(env_id)
     try:
-        return gym.make_vec(
-            env_id, num_envs=num_envs, vectorization_mode="async" if async_envs else "sync",
-            vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False},
-            disable_env_checker=True, **env_kwargs)
+        with _workers_ignore_signals() if async_envs else contextlib.nullcontext():
+            return gym.make_vec(
+                env_id, num_envs=num_envs, vectorization_mode="async" if async_envs else "sync",
+                vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False},
+                disable_env_checker=True, **env_kwargs)
     except EnvError:
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
         raise EnvError(f"could not make {env_id!r}: {_one_line(exc)}") from exc
 
 
+def close_envs(envs: gym.vector.VectorEnv, env_id: str, abort: bool = False) -> None:
+    """Close the envs. When aborting (an error or an interrupt is on its way out) workers are
+    terminated rather than waited for, and a failure to close is not allowed to mask the cause."""
+    try:
+        if abort and isinstance(envs, gym.vector.AsyncVectorEnv):
+            envs.close(terminate=True)
+        else:
+            envs.close()
+    except Exception as exc:
+        if not abort:
+            raise EnvError(f"{env_id} failed while closing: {type(exc).__name__}: {_one_line(exc)}") from exc
+    finally:
+        for process in getattr(envs, "processes", []):
+            if process.is_alive():  # workers ignore SIGTERM (see _workers_ignore_signals)
+                process.kill()
+
+
 def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> tuple[Any, ...]:
-    """``envs.step`` with worker failures reported as one line naming the env."""
+    """``envs.step`` with worker failures (an exception, a dead worker) reported as one line naming the env."""
     try:
         return envs.step(actions)
     except Exception as exc:
-        raise EnvError(f"{env_id} raised while stepping: {type(exc).__name__}: {_one_line(exc)}") from exc
+        raise EnvError(f"{env_id} raised while stepping: {type(exc).__name__}: {_one_line(exc) or 'worker died'}") \
+            from exc
 
 
 def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray:
@@ -53,3 +99,13 @@ def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray
     except Exception as exc:
         raise EnvError(f"{env_id} raised on reset: {type(exc).__name__}: {_one_line(exc)}") from exc
     return obs
+
+
+def as_observation_array(obs: Any, env_id: str) -> np.ndarray:
+    """Observations as a numeric array, or a one-line error naming what the env returned."""
+    if obs is None:
+        raise EnvError(f"{env_id} returned None as an observation")
+    array = np.asarray(obs)
+    if not np.issubdtype(array.dtype, np.number) and array.dtype != np.bool_:
+        raise EnvError(f"{env_id} returned a non-numeric observation of dtype {array.dtype}")
+    return array

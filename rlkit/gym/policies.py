@@ -46,9 +46,13 @@ def _mlp(sizes: list[int], out_gain: float) -> nn.Sequential:
 
 
 def obs_dim_of(space: gym.Space) -> int:
-    if isinstance(space, gym.spaces.Box):
-        return int(np.prod(space.shape))
-    raise UnsupportedSpaceError(f"unsupported observation space {space}: rlkit MLP policies take Box observations")
+    """Input width of the MLP: flat Box observations only (images would need a CNN torso)."""
+    if not isinstance(space, gym.spaces.Box):
+        raise UnsupportedSpaceError(f"unsupported observation space {space}: rlkit MLP policies take Box observations")
+    if len(space.shape) >= 3 or (space.dtype == np.uint8 and len(space.shape) >= 2):
+        raise UnsupportedSpaceError(f"observation space {space} looks like an image; rlkit's MLP policies take "
+                                    "flat vectors (no CNN torso yet): flatten or encode it in a wrapper")
+    return int(np.prod(space.shape))
 
 
 class MLPActorCritic(nn.Module):

@@ -8,6 +8,8 @@ through :mod:`rlkit.variants.base`; the loop around updates is :mod:`rlkit.core.
 
 from __future__ import annotations
 
+import math
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,13 +24,13 @@ from rlkit.core.loop import (Iteration, Schedule, open_logger, open_run_dir, run
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters, adam_state, restore_adam_state
 from rlkit.core.update import explained_variance, ppo_epochs
-from rlkit.errors import NonFiniteError
+from rlkit.errors import CheckpointError, ConfigError, NonFiniteError, one_line
 from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import make_vec_env, reset_envs, step_envs
+from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.gym.episodes import Episodes
-from rlkit.io.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.io.checkpoint import find_resume_point, run_dir_of, save_checkpoint
 from rlkit.io.logger import Logger
 from rlkit.variants import build_hooks, load_variant_states, save_variant_states
 from rlkit.variants.fresh import FreshRollout
@@ -54,21 +56,31 @@ class TrainResult:
     agent: Agent | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
-        return {k: v for k, v in asdict(self).items() if k != "agent"}
+        """The result as JSON values (a NaN return, e.g. with no evaluation, becomes null)."""
+        out = {k: v for k, v in asdict(self).items() if k != "agent"}
+        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in out.items()}
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         assert self.agent is not None
         return self.agent.act(obs)
 
 
-class PPOTrainer:
-    """Trains one :class:`TrainConfig`; ``train()`` runs it to the end (or resumes it)."""
+RESUMABLE = ("total_steps", "checkpoint_every", "eval_every", "eval_episodes", "eval_max_steps", "progress",
+             "torch_threads", "device", "async_envs")
+"""Fields a resumed run may change (e.g. to extend it); every other field is the run's own."""
 
-    def __init__(self, cfg: TrainConfig) -> None:
+
+class PPOTrainer:
+    """Trains one :class:`TrainConfig`; ``train()`` runs it to the end (or resumes it).
+
+    With ``cfg.resume`` the run continues from its newest valid checkpoint with its own config;
+    ``changes`` may set the :data:`RESUMABLE` fields (``total_steps`` to extend a run)."""
+
+    def __init__(self, cfg: TrainConfig, changes: dict[str, object] | None = None) -> None:
         self.resumed = bool(cfg.resume)
+        checkpoint = None
         if cfg.resume:
-            tensors, state, _ = load_checkpoint(cfg.resume)
-            cfg = TrainConfig.from_dict({**state["config"], "resume": cfg.resume})
+            cfg, checkpoint = resume_config(cfg.resume, changes or {})
         self.cfg = cfg
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
@@ -95,10 +107,10 @@ class PPOTrainer:
         self.global_step = 0
         self.seconds = 0.0
         self.eval_history: list[tuple[int, float, float]] = []
-        name = cfg.run_name or f"{cfg.env}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
-        self.run_dir = open_run_dir(cfg.logdir, name, cfg.resume)
-        if cfg.resume:
-            self._load_state(tensors, state)
+        default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
+        self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
+        if checkpoint is not None:
+            load_checkpoint_into(self, *checkpoint)
         self.actor = self.model.snapshot()
         self._start_episodes()
 
@@ -124,6 +136,7 @@ class PPOTrainer:
         self.episodes.reset()
 
     def _check_finite(self, x: np.ndarray, what: str) -> None:
+        x = as_observation_array(x, self.cfg.env) if what == "observations" else x
         if not np.isfinite(x).all():
             raise NonFiniteError(f"non-finite {what} from {self.cfg.env} during update {self.updates_done + 1}")
 
@@ -207,15 +220,26 @@ class PPOTrainer:
                              ["charts/episodic_return"])
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             cfg.num_updates * cfg.batch_size)
+        finished = self.updates_done >= cfg.num_updates and bool(self.eval_history)
+        aborted = True
         try:
             run_updates(self, self.optimizer, logger, schedule, cfg.progress, self.global_step)
+            aborted = False
         finally:
-            self.envs.close()
+            close_envs(self.envs, cfg.env, abort=aborted)
+            if aborted:
+                logger.close()
         sps = self.global_step / self.seconds if self.seconds else 0.0
         self.agent.actor = self.model.snapshot()  # the returned agent acts with the trained weights
-        evaluation = self._evaluate(logger) if cfg.eval_episodes else EvalResult([float("nan")], [0])
+        if finished and self.eval_history[-1][0] == self.global_step:  # a finished run resumed: no second evaluation
+            mean, std = self.eval_history[-1][1], self.eval_history[-1][2]
+        elif cfg.eval_episodes:
+            evaluation = self._evaluate(logger)
+            mean, std = evaluation.mean, evaluation.std
+        else:
+            mean = std = float("nan")
         logger.close()
-        result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, evaluation.mean, evaluation.std,
+        result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, mean, std,
                              str(self.run_dir), cfg.variant, self.updates_done, list(self.eval_history), self.agent)
         write_result(self.run_dir, result.to_json())
         return result
@@ -224,8 +248,10 @@ class PPOTrainer:
         """Deterministic evaluation of the current policy on its own env and seeds (the training
         envs and random streams are untouched)."""
         self.agent.actor = self.model.snapshot()
-        evaluation = self.agent.evaluate(self.cfg.env, self.cfg.eval_episodes, seed=self.cfg.seed + 10_000)
-        logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std}, self.global_step)
+        evaluation = self.agent.evaluate(self.cfg.env, self.cfg.eval_episodes, seed=self.cfg.seed + 10_000,
+                                         max_steps=self.cfg.eval_max_steps or None)
+        logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
+                        "eval/capped_episodes": float(evaluation.capped)}, self.global_step)
         self.eval_history.append((self.global_step, evaluation.mean, evaluation.std))
         return evaluation
 
@@ -250,25 +276,67 @@ class PPOTrainer:
                  "eval_history": self.eval_history}
         return save_checkpoint(self.run_dir, f"update-{self.updates_done:07d}", tensors, state)
 
-    def _load_state(self, tensors: dict[str, torch.Tensor], state: dict) -> None:
-        with torch.no_grad():
-            for k, v in self.model.state_dict().items():
-                v.copy_(tensors[f"model.{k}"])  # in place: the flat views stay intact
-        optim = {k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")}
-        restore_adam_state(self.optimizer, self.flat.param, optim)
-        self.generator.set_state(tensors["rng.torch_generator"])
-        # Checkpoints written before variants were plug-ins keep HP3O's records under "hp3o_buffer".
-        meta = state["variants"] if "variants" in state else {"hp3o": state.get("hp3o_buffer")}
-        load_variant_states([*self.hooks, self.source], tensors, meta)
-        self.rng.bit_generator.state = state["rng_numpy"]
-        self.obs_norm.load_state_dict(state["obs_norm"])
-        self.rew_scaler.load_state_dict(state["rew_scaler"])
-        self.updates_done, self.global_step = int(state["update"]), int(state["global_step"])
-        self.seconds = float(state["train_seconds"])
-        self.episodes.recent.extend(state["recent_returns"])
-        self.eval_history = [tuple(e) for e in state.get("eval_history", [])]
-
 
 def train(cfg: TrainConfig) -> TrainResult:
     """Train (or resume, with ``cfg.resume``) and evaluate; see :class:`TrainResult`."""
     return PPOTrainer(cfg).train()
+
+
+def resume(run_dir: str, **changes: object) -> TrainResult:
+    """Continue a run from its newest valid checkpoint, e.g. ``resume(path, total_steps=2_000_000)``
+    to extend it; only the :data:`RESUMABLE` fields may change."""
+    return PPOTrainer(TrainConfig(resume=str(run_dir)), changes).train()
+
+
+def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, tuple[dict, dict] | None]:
+    """The run's own config with ``changes`` applied, and its checkpoint (tensors, state), or None
+    when the run never completed one (it then starts again from update 0, in place)."""
+    refused = sorted(set(changes) - set(RESUMABLE))
+    if refused:
+        raise ConfigError(f"a resumed run keeps its own config; cannot change {', '.join(refused)} "
+                          f"(may change: {', '.join(RESUMABLE)})")
+    found = find_resume_point(path, REQUIRED_STATE)
+    if found is None:
+        stored = json.loads((run_dir_of(path) / "config.json").read_text())
+        return TrainConfig.from_dict({**stored, **changes, "resume": path}), None
+    tensors, state = found
+    if "iteration" in state:
+        raise ConfigError(f"{path!r} is an RLHF run; continue it with: rlkit rlhf --resume {path}")
+    cfg = TrainConfig.from_dict({**state["config"], **changes, "resume": path})
+    if cfg.total_steps < int(state["global_step"]):
+        raise ConfigError(f"total_steps={cfg.total_steps} is below the {state['global_step']} steps the run has done")
+    return cfg, (tensors, state)
+
+
+REQUIRED_STATE = ("config", "update", "global_step", "train_seconds", "obs_norm", "rew_scaler", "rng_numpy",
+                  "recent_returns")
+
+
+def load_checkpoint_into(trainer: PPOTrainer, tensors: dict[str, torch.Tensor], state: dict) -> None:
+    """Restore weights, optimizer, normalization, random streams, variant state and counters
+    (a checkpoint that does not fit this run is a one-line :class:`CheckpointError`)."""
+    try:
+        _restore(trainer, tensors, state)
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint in {str(trainer.run_dir)!r} does not fit this run: "
+                              f"{type(exc).__name__}: {one_line(exc)}") from None
+
+
+def _restore(self: PPOTrainer, tensors: dict[str, torch.Tensor], state: dict) -> None:
+    with torch.no_grad():
+        for k, v in self.model.state_dict().items():
+            v.copy_(tensors[f"model.{k}"])  # in place: the flat views stay intact
+    optim = {k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")}
+    restore_adam_state(self.optimizer, self.flat.param, optim)
+    self.generator.set_state(tensors["rng.torch_generator"])
+    # Checkpoints written before variants were plug-ins keep HP3O's records under "hp3o_buffer".
+    meta = state["variants"] if "variants" in state else {"hp3o": state.get("hp3o_buffer")}
+    load_variant_states([*self.hooks, self.source], tensors, meta)
+    self.rng.bit_generator.state = state["rng_numpy"]
+    self.obs_norm.load_state_dict(state["obs_norm"])
+    self.rew_scaler.load_state_dict(state["rew_scaler"])
+    self.updates_done, self.global_step = int(state["update"]), int(state["global_step"])
+    self.seconds = float(state["train_seconds"])
+    self.episodes.recent.extend(state["recent_returns"])
+    self.eval_history = [tuple(e) for e in state.get("eval_history", [])]
+

@@ -8,7 +8,9 @@ kill at any moment leaves the previous checkpoint intact.
 
 from __future__ import annotations
 
+import itertools
 import json
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -17,26 +19,37 @@ from typing import Any
 import torch
 from safetensors.torch import load_file, save_file
 
-from rlkit.errors import CheckpointError, ConfigError
+from rlkit.errors import CheckpointError, ConfigError, one_line
+
+log = logging.getLogger("rlkit")
 
 LATEST = "latest.json"
 
 
 def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Tensor], state: dict[str, Any],
                     keep: int = 2) -> Path:
+    """Write checkpoint ``name`` atomically (a hidden temporary folder renamed into place, then the
+    ``latest.json`` pointer replaced), keep the ``keep`` newest. A failure (a full disk) leaves the
+    previous checkpoint as the latest and is a one-line :class:`CheckpointError`."""
     root = Path(run_dir) / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
     final = root / name
     tmp = root / f".{name}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / "tensors.safetensors"))
-    (tmp / "state.json").write_text(json.dumps(state, indent=1))
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
-    pointer = root / f".{LATEST}.tmp"
-    pointer.write_text(json.dumps({"checkpoint": name}))
-    os.replace(pointer, root / LATEST)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        save_file({k: v.detach().cpu().contiguous() for k, v in tensors.items()}, str(tmp / "tensors.safetensors"))
+        (tmp / "state.json").write_text(json.dumps(state, indent=1))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(tmp, final)
+        pointer = root / f".{LATEST}.tmp"
+        pointer.write_text(json.dumps({"checkpoint": name}))
+        os.replace(pointer, root / LATEST)
+    except Exception as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
+        raise CheckpointError(f"could not write checkpoint {name} in {str(root)!r}: {reason}; "
+                              "the previous checkpoint (if any) is intact") from None
     old = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
     for stale in old[:-keep] if keep > 0 else []:
         if stale != final:
@@ -44,14 +57,38 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
     return final
 
 
-def new_run_dir(logdir: str | Path, name: str) -> Path:
-    """Create ``logdir/name`` for a new run; refuse one that already has checkpoints (nothing is overwritten)."""
-    run_dir = Path(logdir) / name
-    if (run_dir / "checkpoints").exists():
-        raise ConfigError(f"run directory {str(run_dir)!r} already has checkpoints; "
-                          "pass --resume it or choose another --run-name")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+def check_run_name(name: str) -> None:
+    """A run name is one path component: not empty, not ``.`` or ``..``, no separator, <= 255 bytes."""
+    if not name or name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
+        raise ConfigError(f"run name {name!r} must be one folder name (no '/', not '.' or '..')")
+    if len(name.encode()) > 255:
+        raise ConfigError(f"run name is {len(name.encode())} bytes long; at most 255")
+
+
+def new_run_dir(logdir: str | Path, name: str, numbered: bool = False) -> Path:
+    """Create ``logdir/name`` for a new run with one atomic, exclusive ``mkdir``: two runs never
+    share a directory and nothing already written is overwritten. An existing name is refused,
+    or with ``numbered`` the next free ``name-2``, ``name-3``, ... is taken (default names)."""
+    check_run_name(name)
+    root = Path(logdir)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create logdir {str(root)!r}: {exc.strerror or exc}") from None
+    for i in itertools.count(1):
+        run_dir = root / (name if i == 1 else f"{name}-{i}")
+        try:
+            run_dir.mkdir()
+            return run_dir
+        except FileExistsError:
+            if numbered:
+                continue
+            what = "has checkpoints" if (run_dir / "checkpoints").exists() else "exists"
+            raise ConfigError(f"run directory {str(run_dir)!r} already {what}; "
+                              "pass --resume it or choose another --run-name") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot create run directory {str(run_dir)!r}: {exc.strerror or exc}") from None
+    raise AssertionError("unreachable")
 
 
 def run_dir_of(path: str | Path) -> Path:
@@ -62,23 +99,71 @@ def run_dir_of(path: str | Path) -> Path:
     return run_dir
 
 
-def resolve_checkpoint(path: str | Path) -> Path:
-    """A run directory, its ``checkpoints`` folder, or one checkpoint folder -> that checkpoint."""
+def checkpoint_candidates(path: str | Path) -> list[Path]:
+    """Checkpoint folders at ``path`` (a run directory, its ``checkpoints`` folder or one
+    checkpoint), newest first: the one ``latest.json`` names, then the others by name."""
     path = Path(path)
-    for root in (path / "checkpoints", path):
-        pointer = root / LATEST
-        if pointer.is_file():
-            return root / json.loads(pointer.read_text())["checkpoint"]
     if (path / "state.json").is_file():
-        return path
-    raise CheckpointError(f"no checkpoint found at {str(path)!r} (expected a run directory with checkpoints/)")
+        return [path]
+    root = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    if not root.is_dir():
+        return []
+    named: list[Path] = []
+    try:
+        named.append(root / json.loads((root / LATEST).read_text())["checkpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # no pointer, or a garbled one: fall back to the folders themselves
+    others = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True)
+    return [p for p in dict.fromkeys(named + others) if p.is_dir()]
 
 
-def load_checkpoint(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any], Path]:
-    ckpt = resolve_checkpoint(path)
+def resolve_checkpoint(path: str | Path) -> Path:
+    """The newest checkpoint folder at ``path`` (not verified; :func:`load_checkpoint` verifies)."""
+    candidates = checkpoint_candidates(path)
+    if not candidates:
+        raise CheckpointError(f"no checkpoint found at {str(path)!r} (expected a run directory with checkpoints/)")
+    return candidates[0]
+
+
+def read_checkpoint(ckpt: Path, required: tuple[str, ...] = ()) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """Tensors and JSON state of one checkpoint folder, verified to parse and to hold ``required`` keys."""
     try:
         tensors = load_file(str(ckpt / "tensors.safetensors"))
         state = json.loads((ckpt / "state.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {exc}") from exc
-    return tensors, state, ckpt
+    except Exception as exc:  # safetensors raises its own error type on a truncated file
+        raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
+    missing = [k for k in required if not isinstance(state, dict) or k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {str(ckpt)!r} lacks {', '.join(missing)} in state.json")
+    return tensors, state
+
+
+def load_checkpoint(path: str | Path, required: tuple[str, ...] = ("config",)
+                    ) -> tuple[dict[str, torch.Tensor], dict[str, Any], Path]:
+    """The newest checkpoint at ``path`` that reads back whole; an older one when the newest is
+    damaged (logged as a warning), a one-line :class:`CheckpointError` when none is."""
+    candidates = checkpoint_candidates(path)
+    if not candidates:
+        raise CheckpointError(f"no checkpoint found at {str(path)!r} (expected a run directory with checkpoints/)")
+    errors = []
+    for ckpt in candidates:
+        try:
+            tensors, state = read_checkpoint(ckpt, required)
+        except CheckpointError as exc:
+            errors.append(str(exc))
+            continue
+        if errors:
+            log.warning("%s; using the older checkpoint %s", errors[0], ckpt.name)
+        return tensors, state, ckpt
+    more = f" (and {len(errors) - 1} older checkpoint(s) unreadable too)" if len(errors) > 1 else ""
+    raise CheckpointError(errors[0] + more)
+
+
+def find_resume_point(path: str | Path, required: tuple[str, ...]) -> tuple[dict[str, torch.Tensor], dict] | None:
+    """The checkpoint to resume from, or None for a run that never completed a checkpoint (it has
+    its ``config.json`` but no checkpoint folder, e.g. the disk filled during the first one)."""
+    if not checkpoint_candidates(path) and (run_dir_of(path) / "config.json").is_file():
+        log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
+        return None
+    tensors, state, _ = load_checkpoint(path, required)
+    return tensors, state

@@ -10,23 +10,36 @@ from typing import Any, NamedTuple
 
 import torch
 
-from rlkit.errors import ConfigError
+from rlkit.errors import ConfigError, one_line
 from rlkit.rlhf.config import RLHFConfig
-from rlkit.rlhf.models import load_model
+from rlkit.rlhf.models import check_same_vocabulary, load_model, load_tokenizer
 from rlkit.rlhf.reward_model import RewardModelScorer
 from rlkit.rlhf.score_norm import NORMALIZATION_FILE, ScoreNormalization
 
 
 def read_prompts(path: str) -> list[str]:
-    """Prompts from a .txt (one per line) or .jsonl (``{"prompt": ...}``) file."""
+    """Prompts from a .txt (one per line) or .jsonl (``{"prompt": "..."}`` per line) file."""
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"prompt file {path!r} not found")
-    lines = [line for line in file.read_text().splitlines() if line.strip()]
-    prompts = [json.loads(line)["prompt"] for line in lines] if file.suffix == ".jsonl" else lines
+    try:
+        lines = [(i + 1, line) for i, line in enumerate(file.read_text().splitlines()) if line.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read prompt file {path!r}: {exc}") from None
+    prompts = [_jsonl_prompt(path, i, line) for i, line in lines] if file.suffix == ".jsonl" else [x for _, x in lines]
     if not prompts:
         raise ConfigError(f"prompt file {path!r} is empty")
     return prompts
+
+
+def _jsonl_prompt(path: str, number: int, line: str) -> str:
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        raise ConfigError(f"{path}:{number}: not JSON ({exc})") from None
+    if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
+        raise ConfigError(f"{path}:{number}: expected an object with a string \"prompt\" field")
+    return row["prompt"]
 
 
 class PolicyParts(NamedTuple):
@@ -57,17 +70,16 @@ def wrap_policy(cfg: RLHFConfig, policy: torch.nn.Module, device: torch.device) 
     # disabled, so there is one copy of the model.
     from peft import LoraConfig, get_peft_model
 
-    wrapped = get_peft_model(policy, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
-                                                target_modules=list(cfg.lora_targets) or "all-linear"))
+    try:
+        wrapped = get_peft_model(policy, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                                                    target_modules=list(cfg.lora_targets) or "all-linear"))
+    except ValueError as exc:
+        raise ConfigError(f"lora_targets {list(cfg.lora_targets)}: {one_line(exc)}") from None
     return PolicyParts(wrapped.get_base_model(), None, wrapped)
 
 
 def build_tokenizer(cfg: RLHFConfig, tokenizer: Any) -> Any:
-    if tokenizer is not None:
-        return tokenizer
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(cfg.policy)
+    return tokenizer if tokenizer is not None else load_tokenizer(cfg.policy)
 
 
 def build_reward(cfg: RLHFConfig, reward: Any, tokenizer: Any, device: torch.device) -> Any:
@@ -78,6 +90,7 @@ def build_reward(cfg: RLHFConfig, reward: Any, tokenizer: Any, device: torch.dev
     if not cfg.reward_model:
         raise ConfigError("no reward: set reward_model or pass reward= (a callable (prompts, responses) -> scores)")
     norm_file = Path(cfg.reward_model) / NORMALIZATION_FILE
-    model = load_model(cfg.reward_model, "seq-cls", getattr(torch, cfg.dtype), str(device))
+    model = load_model(cfg.reward_model, "reward-model", getattr(torch, cfg.dtype), str(device))
+    check_same_vocabulary(model, cfg.reward_model, tokenizer)
     return RewardModelScorer(model, tokenizer,
                              normalization=ScoreNormalization.load(norm_file) if norm_file.is_file() else None)

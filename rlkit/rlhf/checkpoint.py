@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from rlkit.core.optim import FlatParameters, Optimizer, adam_state, restore_adam_state
-from rlkit.errors import ConfigError
+from rlkit.errors import CheckpointError, ConfigError, one_line
 from rlkit.io.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
@@ -45,12 +45,31 @@ class Checkpointable(Protocol):
     seconds: float
 
 
-def config_from_checkpoint(path: str) -> tuple[RLHFConfig, dict[str, torch.Tensor], dict[str, Any]]:
-    """The run's config (with ``resume=path``), tensors and JSON state."""
-    tensors, state, _ = load_checkpoint(path)
+RESUMABLE = ("iterations", "checkpoint_every", "save_model", "torch_threads", "device", "policy", "reward_model",
+             "prompts")
+"""Fields a resumed RLHF run may change: extend it, or point at models and prompts that moved."""
+REQUIRED_STATE = ("config", "iteration", "kl_beta", "rng_numpy", "env_rngs", "history", "tokens", "seconds")
+
+
+def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None
+                           ) -> tuple[RLHFConfig, dict[str, torch.Tensor], dict[str, Any]]:
+    """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``), tensors and JSON state."""
+    changes = changes or {}
+    refused = sorted(set(changes) - set(RESUMABLE))
+    if refused:
+        raise ConfigError(f"a resumed run keeps its own config; cannot change {', '.join(refused)} "
+                          f"(may change: {', '.join(RESUMABLE)})")
+    tensors, state, _ = load_checkpoint(path, ("config",))
     if "iteration" not in state:
-        raise ConfigError(f"{path!r} is not an rlkit RLHF checkpoint")
-    return RLHFConfig.from_dict({**state["config"], "resume": path}), tensors, state
+        kind = "a Gymnasium run; continue it with: rlkit train --resume" if "global_step" in state else "not an RLHF run:"
+        raise ConfigError(f"{path!r} is {kind} {path}")
+    missing = [k for k in REQUIRED_STATE if k not in state]
+    if missing:
+        raise ConfigError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
+    cfg = RLHFConfig.from_dict({**state["config"], **changes, "resume": path})
+    if cfg.iterations < int(state["iteration"]):
+        raise ConfigError(f"iterations={cfg.iterations} is below the {state['iteration']} the run has done")
+    return cfg, tensors, state
 
 
 def save_rlhf(trainer: Checkpointable) -> Path:
@@ -68,7 +87,15 @@ def save_rlhf(trainer: Checkpointable) -> Path:
 
 
 def load_rlhf(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
-    """Restore ``trainer`` in place."""
+    """Restore ``trainer`` in place (a checkpoint that does not fit is a one-line :class:`CheckpointError`)."""
+    try:
+        _restore(trainer, tensors, state)
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint in {str(trainer.run_dir)!r} does not fit this run: "
+                              f"{type(exc).__name__}: {one_line(exc)}") from None
+
+
+def _restore(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
     flat = tensors["flat"]
     if flat.shape != trainer.flat.data.shape:
         raise ConfigError(f"checkpoint holds {flat.numel()} trainable parameters, this model has "

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlkit.core.config import (PPOConfig, composed_from_dict, composed_getattr, composed_replace, composed_to_dict,
-                               flat_init, require_positive_int, validation_enabled)
+                               flat_init, require_positive_int, require_seed,
+                               validation_enabled)
+from rlkit.core.device import check_device
 from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import check_run_name
 from rlkit.variants.options import VariantOptions
 
 
@@ -97,6 +100,10 @@ class RLHFConfig:
         """Raise :class:`ConfigError` (one line) on a malformed value."""
         self.ppo.validate()
         self.variants.validate()
+        if self.run_name is not None:
+            check_run_name(self.run_name)
+        require_seed(self.seed)
+        check_device(self.device)
         for name in ("num_envs", "max_new_tokens", "iterations", "kl_horizon", "torch_threads"):
             require_positive_int(self, name)
         if not (math.isfinite(self.temperature) and self.temperature > 0):

@@ -1,24 +1,73 @@
-"""Loading ``transformers`` models from local paths (or the local hub cache)."""
+"""Loading ``transformers`` models and tokenizers from local folders (or the local hub cache).
+
+Nothing is downloaded at run time: every load is ``local_files_only``, and a path that does not
+exist is an error at once, not a hub look-up.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import torch
 
-from rlkit.errors import LLMEnvError
+from rlkit.errors import LLMEnvError, one_line
+
+ModelKind = Literal["causal-lm", "reward-model", "backbone", "seq-cls"]
 
 
-def load_model(name_or_path: str, kind: str = "causal-lm", dtype: torch.dtype = torch.float32,
+def _check_local(name_or_path: str) -> None:
+    looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    if not name_or_path or (looks_like_path and not Path(name_or_path).expanduser().exists()):
+        raise LLMEnvError(f"cannot load model {name_or_path!r}: no such folder (rlkit loads local folders or "
+                          "the local hub cache only; nothing is downloaded)")
+
+
+def load_model(name_or_path: str, kind: ModelKind = "causal-lm", dtype: torch.dtype = torch.float32,
                device: str = "cpu") -> torch.nn.Module:
-    """A frozen ``transformers`` model from a hub name (cached) or a local path; one-line error otherwise."""
+    """A frozen model: ``causal-lm`` (a policy), ``reward-model`` (alias ``seq-cls``: a trained
+    sequence classifier with one label) or ``backbone`` (a sequence classifier whose one-label
+    score head may still be untrained, for reward-model training). One-line errors otherwise."""
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
+    _check_local(name_or_path)
     cls = AutoModelForCausalLM if kind == "causal-lm" else AutoModelForSequenceClassification
-    kwargs: dict[str, Any] = {"dtype": dtype} if kind == "causal-lm" else {"dtype": dtype, "num_labels": 1}
+    kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": True}
+    if kind == "backbone":
+        kwargs["num_labels"] = 1
     try:
-        model = cls.from_pretrained(name_or_path, **kwargs)
-    except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise LLMEnvError(f"cannot load model {name_or_path!r}: {first}") from None
+        model, info = cls.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
+    except Exception as exc:  # transformers raises OSError, ValueError, KeyError... by case
+        raise LLMEnvError(f"cannot load model {name_or_path!r}: {one_line(exc)}") from None
+    if kind in ("reward-model", "seq-cls"):
+        if any(key.split(".")[0] in ("score", "classifier") for key in info.get("missing_keys", [])):
+            arch = ", ".join(getattr(model.config, "architectures", None) or ["unknown"])
+            raise LLMEnvError(f"{name_or_path!r} has no trained score head (architecture {arch}); "
+                              "train a reward model with: rlkit rm train")
+        if model.config.num_labels != 1:
+            raise LLMEnvError(f"{name_or_path!r} has {model.config.num_labels} labels; a reward model has one")
     return model.to(device).eval().requires_grad_(False)
+
+
+def load_tokenizer(name_or_path: str) -> Any:
+    """The tokenizer saved with a model (one-line error when the folder has none)."""
+    from transformers import AutoTokenizer
+
+    _check_local(name_or_path)
+    try:
+        return AutoTokenizer.from_pretrained(name_or_path, local_files_only=True)
+    except Exception as exc:
+        raise LLMEnvError(f"cannot load a tokenizer from {name_or_path!r}: {one_line(exc)}") from None
+
+
+def check_same_vocabulary(reward_model: torch.nn.Module, rm_path: str, tokenizer: Any) -> None:
+    """The reward model must read the policy's token ids: its embedding covers the policy
+    tokenizer, and a tokenizer saved beside it (if any) maps tokens to the same ids."""
+    rows = reward_model.get_input_embeddings().num_embeddings
+    if len(tokenizer) > rows:
+        raise LLMEnvError(f"reward model {rm_path!r} embeds {rows} token ids; the policy's tokenizer has "
+                          f"{len(tokenizer)}: they do not share a vocabulary")
+    folder = Path(rm_path)
+    if any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
+        if load_tokenizer(rm_path).get_vocab() != tokenizer.get_vocab():
+            raise LLMEnvError(f"reward model {rm_path!r} was saved with a different tokenizer than the policy's")

@@ -21,9 +21,10 @@ import torch.nn.functional as F
 
 import numpy as np
 
-from rlkit.core.device import torch_device
+from rlkit.core.config import require_seed
+from rlkit.core.device import check_device, torch_device
 from rlkit.errors import ConfigError, LLMEnvError
-from rlkit.rlhf.models import load_model
+from rlkit.rlhf.models import load_model, load_tokenizer
 from rlkit.rlhf.score_norm import ScoreNormalization
 
 
@@ -63,6 +64,8 @@ class RMConfig:
     """Torch intra-op threads."""
 
     def __post_init__(self) -> None:
+        require_seed(self.seed)
+        check_device(self.device)
         for name in ("epochs", "batch_size", "max_length", "torch_threads"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
@@ -96,8 +99,8 @@ def read_pairs(path: str) -> list[dict[str, str]]:
         try:
             row = json.loads(line)
             pairs.append({k: str(row[k]) for k in ("prompt", "chosen", "rejected")})
-        except (ValueError, KeyError) as exc:
-            raise ConfigError(f"{path}:{i + 1}: expected JSON with prompt, chosen, rejected ({exc})") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path}:{i + 1}: expected a JSON object with prompt, chosen, rejected ({exc})") from None
     if len(pairs) < 2:
         raise ConfigError(f"preference file {path!r} needs at least 2 pairs, has {len(pairs)}")
     return pairs
@@ -143,16 +146,19 @@ def pairwise_accuracy(model: torch.nn.Module, encoded: list[tuple[list[int], lis
 
 def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, tokenizer: Any = None,
                        pairs: list[dict[str, str]] | None = None) -> RMResult:
-    """Train, evaluate held-out pairwise accuracy, save to ``cfg.output``."""
+    """Train, evaluate held-out pairwise accuracy, save to ``cfg.output`` (a new or empty folder:
+    an existing reward model is never replaced)."""
+    out = Path(cfg.output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        what = "is a file" if not out.is_dir() else "already holds files"
+        raise ConfigError(f"output {cfg.output!r} {what}; choose a new --output (nothing was overwritten)")
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
     device = torch_device(cfg.device)
     pairs = pairs if pairs is not None else read_pairs(cfg.data)
     if model is None or tokenizer is None:
-        from transformers import AutoTokenizer
-
-        model = load_model(cfg.backbone, "seq-cls", getattr(torch, cfg.dtype), str(device))
-        tokenizer = AutoTokenizer.from_pretrained(cfg.backbone)
+        model = load_model(cfg.backbone, "backbone", getattr(torch, cfg.dtype), str(device))
+        tokenizer = load_tokenizer(cfg.backbone)
     if getattr(model, "score", None) is None:
         raise ConfigError(f"{type(model).__name__} has no 'score' head; use a decoder-style sequence classifier")
     order = list(range(len(pairs)))
@@ -192,7 +198,6 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
             steps += 1
     model.eval().requires_grad_(False)
     result = RMResult(len(train_set), len(eval_set), before, pairwise_accuracy(model, eval_set), steps, cfg.output)
-    out = Path(cfg.output)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)  # safetensors
     tokenizer.save_pretrained(out)

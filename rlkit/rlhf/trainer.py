@@ -64,10 +64,16 @@ class RLHFTrainer:
     """Composes an :class:`LMActorCritic`, token envs, a frozen reference and the shared PPO update."""
 
     def __init__(self, cfg: RLHFConfig, reward: Any = None, policy: torch.nn.Module | None = None,
-                 tokenizer: Any = None, prompts: list[str] | None = None, extra_metrics: ExtraMetrics | None = None):
+                 tokenizer: Any = None, prompts: list[str] | None = None, extra_metrics: ExtraMetrics | None = None,
+                 changes: dict[str, Any] | None = None):
+        """``changes``: with ``cfg.resume``, the resumable fields to change (see
+        :data:`rlkit.rlhf.checkpoint.RESUMABLE`: more iterations, moved models or prompts)."""
         resumed = None
         if cfg.resume:  # the run's own config; weights and random streams are restored at the end
-            cfg, *resumed = config_from_checkpoint(cfg.resume)
+            cfg, *resumed = config_from_checkpoint(cfg.resume, changes)
+        else:  # store where the inputs are, so the run resumes from any working directory
+            cfg = cfg.replace(**{k: str(Path(v).resolve()) for k in ("policy", "reward_model", "prompts")
+                                 if (v := getattr(cfg, k)) and Path(v).exists()})
         self.cfg, self.resumed = cfg, resumed is not None
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
@@ -95,7 +101,7 @@ class RLHFTrainer:
         self.updates_done = 0
         self.history: list[dict[str, float]] = []
         self.tokens = self.seconds = 0.0
-        self.run_dir = open_run_dir(cfg.logdir, cfg.run_name or f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}",
+        self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}",
                                     cfg.resume)
         if resumed:
             load_rlhf(self, *resumed)

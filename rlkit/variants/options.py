@@ -73,11 +73,7 @@ class VariantOptions:
             raise ConfigError(f"outer_params must be 'all' or 'actor', got {self.outer_params!r}")
         if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
             raise ConfigError("outer_momentum / outer_nesterov apply to the SGD outer optimizer only")
-        import torch.optim
-
-        opt = getattr(torch.optim, self.outer_optimizer, None)
-        if not (isinstance(opt, type) and issubclass(opt, torch.optim.Optimizer)):
-            raise ConfigError(f"outer_optimizer {self.outer_optimizer!r} is not a torch.optim optimizer")
+        check_outer_optimizer(self.outer_optimizer, self.outer_lr)
         for name in ("hp3o_buffer_size", "hp3o_trajectories", "hp3o_samples"):
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
@@ -116,3 +112,22 @@ class VariantOptions:
             parts.append("hp3o+" if self.hp3o_plus else "hp3o")
         return "+".join(parts) or "ppo"
 
+
+
+def check_outer_optimizer(name: str, lr: float) -> None:
+    """The outer optimizer must be a ``torch.optim`` optimizer that steps a dense vector with a
+    plain ``step()`` (LBFGS needs a closure, SparseAdam sparse gradients, Optimizer is abstract):
+    tried once on a scratch parameter."""
+    import torch
+
+    opt = getattr(torch.optim, name, None) if name.isidentifier() else None
+    if isinstance(opt, type) and issubclass(opt, torch.optim.Optimizer) and opt is not torch.optim.Optimizer:
+        param = torch.nn.Parameter(torch.zeros(2))
+        param.grad = torch.ones(2)
+        try:
+            opt([param], lr=lr).step()
+            return
+        except Exception:  # noqa: BLE001  (any failure means this optimizer cannot be the outer one)
+            pass
+    raise ConfigError(f"outer_optimizer {name!r} is not a torch.optim optimizer that steps a dense vector "
+                      "(e.g. SGD, Adam, AdamW, RMSprop)")
