@@ -81,6 +81,40 @@ class DictActions(IdentityDiscrete):
         self.action_space = gym.spaces.Dict({"a": gym.spaces.Discrete(2)})
 
 
+class Endless(IdentityDiscrete):
+    """Never terminates and has no time limit."""
+
+    def step(self, action):
+        obs, reward, _, _, info = super().step(action)
+        return obs, reward, False, False, info
+
+
+class NoneObs(IdentityDiscrete):
+    """Returns None as its observation after a few steps."""
+
+    def step(self, action):
+        obs, reward, term, trunc, info = super().step(action)
+        return (None if self.t > 3 else obs), reward, term, trunc, info
+
+
+class DyingWorker(IdentityDiscrete):
+    """The process dies (no exception, no cleanup) on the 20th step."""
+
+    def step(self, action):
+        if getattr(self, "steps", 0) >= 20:
+            import os
+
+            os._exit(3)
+        self.steps = getattr(self, "steps", 0) + 1
+        return super().step(action)
+
+
+class ImageObs(IdentityDiscrete):
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = gym.spaces.Box(0, 255, (64, 64, 3), np.uint8)
+
+
 def register_all() -> None:
     specs = {
         "rlkit-test/IdentityDiscrete-v0": ("IdentityDiscrete", {}),
@@ -89,10 +123,15 @@ def register_all() -> None:
         "rlkit-test/NaNObs-v0": ("Faulty", {"mode": "nan_obs"}),
         "rlkit-test/NaNReward-v0": ("Faulty", {"mode": "nan_reward"}),
         "rlkit-test/DictActions-v0": ("DictActions", {}),
+        "rlkit-test/NoneObs-v0": ("NoneObs", {}),
+        "rlkit-test/DyingWorker-v0": ("DyingWorker", {}),
+        "rlkit-test/ImageObs-v0": ("ImageObs", {}),
     }
     for env_id, (cls, kwargs) in specs.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=f"tests.toy_envs:{cls}", kwargs=kwargs)
+    if "rlkit-test/Endless-v0" not in gym.registry:  # no max_episode_steps: no TimeLimit wrapper
+        gym.register("rlkit-test/Endless-v0", entry_point="tests.toy_envs:Endless", max_episode_steps=None)
 
 
 register_all()

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import gymnasium as gym
 import numpy as np
 from rlkit.core.normalization import ObsNormalizer
-from rlkit.errors import ObservationError
+from rlkit.errors import CheckpointError, ObservationError, one_line
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import check_env_id
 from rlkit.gym.policies import MLPActorCritic
@@ -43,6 +43,8 @@ class Agent:
 
     def act(self, obs: np.ndarray, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
         """Env-ready action(s) for one observation or a batch ``[N, *obs_shape]``."""
+        if obs is None:
+            raise ObservationError("observation is None")
         try:
             obs = np.asarray(obs, dtype=np.float32)
         except (TypeError, ValueError) as exc:
@@ -94,14 +96,17 @@ class Agent:
     @classmethod
     def load(cls, run_dir: str | Path) -> tuple["Agent", TrainConfig]:
         """The agent saved in a run directory (latest checkpoint) and its config."""
-        tensors, state, _ = load_checkpoint(run_dir)
+        tensors, state, ckpt = load_checkpoint(run_dir, ("config", "obs_norm"))
         cfg = TrainConfig.from_dict(state["config"])
         check_env_id(cfg.env)
         env = gym.make(cfg.env)
         agent = cls.build(cfg, env.observation_space, env.action_space)
         env.close()
-        agent.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
-        agent.obs_norm.load_state_dict(state["obs_norm"])
+        try:
+            agent.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+            agent.obs_norm.load_state_dict(state["obs_norm"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit its config: {one_line(exc)}") from None
         agent.actor = agent.model.snapshot()
         return agent, cfg
 

@@ -70,27 +70,30 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
 def close_envs(envs: gym.vector.VectorEnv, env_id: str, abort: bool = False) -> None:
     """Close the envs. When aborting (an error or an interrupt is on its way out) workers are
     terminated rather than waited for, and a failure to close is not allowed to mask the cause."""
+    if abort and isinstance(envs, gym.vector.AsyncVectorEnv):
+        for process in envs.processes:  # a worker may be mid-step or dead; it ignores SIGTERM (see above)
+            process.kill()
+            process.join(timeout=5)
+        for pipe in envs.parent_pipes:
+            if pipe is not None:  # Gymnasium drops the pipe of a worker that reported an error
+                pipe.close()
+        envs.closed = True  # nothing left to wait for (close() would wait on the pending step)
+        return
     try:
-        if abort and isinstance(envs, gym.vector.AsyncVectorEnv):
-            envs.close(terminate=True)
-        else:
-            envs.close()
+        envs.close()
     except Exception as exc:
         if not abort:
             raise EnvError(f"{env_id} failed while closing: {type(exc).__name__}: {_one_line(exc)}") from exc
-    finally:
-        for process in getattr(envs, "processes", []):
-            if process.is_alive():  # workers ignore SIGTERM (see _workers_ignore_signals)
-                process.kill()
 
 
 def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> tuple[Any, ...]:
     """``envs.step`` with worker failures (an exception, a dead worker) reported as one line naming the env."""
     try:
         return envs.step(actions)
+    except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
+        raise EnvError(f"{env_id}: a worker process died while stepping (exit or crash)") from exc
     except Exception as exc:
-        raise EnvError(f"{env_id} raised while stepping: {type(exc).__name__}: {_one_line(exc) or 'worker died'}") \
-            from exc
+        raise EnvError(f"{env_id} raised while stepping: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 
 def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray:

@@ -19,7 +19,7 @@ import torch
 
 from rlkit.core.buffer import Batch, FullBatch, Rollout, RolloutBuffer, iterate_minibatches
 from rlkit.core.device import torch_device
-from rlkit.core.loop import (Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
+from rlkit.core.loop import (Interrupted, Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
                              write_result)
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters, adam_state, restore_adam_state
@@ -220,19 +220,19 @@ class PPOTrainer:
                              ["charts/episodic_return"])
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             cfg.num_updates * cfg.batch_size)
-        finished = self.updates_done >= cfg.num_updates and bool(self.eval_history)
-        aborted = True
+        prior = _finished_result(self.run_dir) if self.resumed and self.updates_done >= cfg.num_updates else None
         try:
             run_updates(self, self.optimizer, logger, schedule, cfg.progress, self.global_step)
-            aborted = False
-        finally:
-            close_envs(self.envs, cfg.env, abort=aborted)
-            if aborted:
-                logger.close()
+        except BaseException as exc:  # idle workers (after an interrupt's checkpoint) close normally
+            close_envs(self.envs, cfg.env, abort=not isinstance(exc, Interrupted))
+            logger.close()
+            raise
+        close_envs(self.envs, cfg.env)
         sps = self.global_step / self.seconds if self.seconds else 0.0
         self.agent.actor = self.model.snapshot()  # the returned agent acts with the trained weights
-        if finished and self.eval_history[-1][0] == self.global_step:  # a finished run resumed: no second evaluation
-            mean, std = self.eval_history[-1][1], self.eval_history[-1][2]
+        if prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
+            mean, std = (float("nan") if prior.get(k) is None else prior[k] for k in ("eval_return_mean",
+                                                                                    "eval_return_std"))
         elif cfg.eval_episodes:
             evaluation = self._evaluate(logger)
             mean, std = evaluation.mean, evaluation.std
@@ -288,6 +288,14 @@ def resume(run_dir: str, **changes: object) -> TrainResult:
     return PPOTrainer(TrainConfig(resume=str(run_dir)), changes).train()
 
 
+def _finished_result(run_dir: Path) -> dict | None:
+    """The result a finished run wrote (None if it has none, e.g. it was killed in its final evaluation)."""
+    try:
+        return json.loads((run_dir / "result.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, tuple[dict, dict] | None]:
     """The run's own config with ``changes`` applied, and its checkpoint (tensors, state), or None
     when the run never completed one (it then starts again from update 0, in place)."""
@@ -295,13 +303,16 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, t
     if refused:
         raise ConfigError(f"a resumed run keeps its own config; cannot change {', '.join(refused)} "
                           f"(may change: {', '.join(RESUMABLE)})")
-    found = find_resume_point(path, REQUIRED_STATE)
+    found = find_resume_point(path, ("config",))
     if found is None:
         stored = json.loads((run_dir_of(path) / "config.json").read_text())
         return TrainConfig.from_dict({**stored, **changes, "resume": path}), None
     tensors, state = found
     if "iteration" in state:
         raise ConfigError(f"{path!r} is an RLHF run; continue it with: rlkit rlhf --resume {path}")
+    missing = [k for k in REQUIRED_STATE if k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
     cfg = TrainConfig.from_dict({**state["config"], **changes, "resume": path})
     if cfg.total_steps < int(state["global_step"]):
         raise ConfigError(f"total_steps={cfg.total_steps} is below the {state['global_step']} steps the run has done")

@@ -1,0 +1,35 @@
+"""Running the CLI as a user would: a separate process, its exit code and its stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+CLI = "import sys, tests.toy_envs; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
+SMALL = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
+         "--eval-episodes", "1", "--total-steps", "1024"]
+
+
+def cli_command(*args: str) -> list[str]:
+    return [sys.executable, "-c", CLI, *args]
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(cli_command(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def error_line(proc: subprocess.CompletedProcess) -> str:
+    """The process failed as rlkit promises: exit 2, its last stderr line ``rlkit: error: ...``, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("rlkit: error: "), proc.stderr[-2000:]
+    return line
+
+
+def last_json(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

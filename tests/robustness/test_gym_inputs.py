@@ -1,0 +1,225 @@
+"""Bad input to the Gymnasium side is one line (exit 2) and nothing is written; resumes can extend
+a run but never silently ignore a flag; damaged checkpoints fall back or fail in one line."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import rlkit
+from rlkit.errors import CheckpointError, ConfigError
+from tests.robustness.helpers import SMALL, error_line, last_json, run_cli
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A small run with two checkpoints (update 4 and the final update 8)."""
+    logdir = tmp_path_factory.mktemp("runs")
+    out = last_json(run_cli("train", *SMALL, "--total-steps", "1024", "--num-steps", "64", "--checkpoint-every",
+                            "512", "--logdir", str(logdir), "--run-name", "r"))
+    return Path(out["run_dir"])
+
+
+def copy_run(run, tmp_path):
+    dest = tmp_path / "copy"
+    shutil.copytree(run, dest)
+    return dest
+
+
+# ------------------------------------------------------------------------------ resume
+def test_resume_refuses_flags_it_would_ignore_and_names_them(finished_run, tmp_path):
+    run = copy_run(finished_run, tmp_path)
+    line = error_line(run_cli("train", "--resume", str(run), "--learning-rate", "0.1", "--env", "Acrobot-v1"))
+    assert "learning_rate" in line and "env" in line and "total_steps" in line  # the refused, and what may change
+    assert "--preset" in error_line(run_cli("train", "--resume", str(run), "--preset", "cartpole"))
+
+
+def test_resume_extends_a_finished_run(finished_run, tmp_path):
+    run = copy_run(finished_run, tmp_path)
+    out = last_json(run_cli("train", "--resume", str(run), "--total-steps", "1536"))
+    assert out["total_steps"] == 1536 and out["updates"] == 12
+    assert json.loads((run / "checkpoints" / "latest.json").read_text())["checkpoint"] == "update-0000012"
+    assert "below" in error_line(run_cli("train", "--resume", str(run), "--total-steps", "512"))
+
+
+def test_resuming_a_finished_run_does_not_log_a_second_evaluation(finished_run, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = copy_run(finished_run, tmp_path)
+    first = last_json(run_cli("train", "--resume", str(run)))
+    assert first["total_steps"] == 1024
+    acc = EventAccumulator(str(run), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("eval/return_mean")] == [1024]
+
+
+def test_resume_of_an_rlhf_run_says_so(tmp_path):
+    state = {"config": {}, "iteration": 2}
+    ckpt = tmp_path / "r" / "checkpoints" / "iteration-000002"
+    ckpt.mkdir(parents=True)
+    (ckpt / "state.json").write_text(json.dumps(state))
+    save_file({"flat": torch.zeros(2)}, str(ckpt / "tensors.safetensors"))
+    assert "rlkit rlhf --resume" in error_line(run_cli("train", "--resume", str(tmp_path / "r")))
+
+
+# --------------------------------------------------------------------------- checkpoints
+def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(finished_run, tmp_path):
+    run = copy_run(finished_run, tmp_path)
+    newest = run / "checkpoints" / "update-0000008" / "tensors.safetensors"
+    newest.write_bytes(newest.read_bytes()[:100])
+    proc = run_cli("eval", str(run), "--episodes", "1")
+    assert proc.returncode == 0 and "using the older checkpoint update-0000004" in proc.stderr
+    out = last_json(run_cli("train", "--resume", str(run)))
+    assert out["updates"] == 8  # re-ran updates 5-8 from the intact checkpoint
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage_state", "missing_keys", "wrong_shape"])
+def test_a_damaged_only_checkpoint_is_one_line_for_resume_and_eval(finished_run, tmp_path, damage):
+    run = copy_run(finished_run, tmp_path)
+    shutil.rmtree(run / "checkpoints" / "update-0000004")
+    ckpt = run / "checkpoints" / "update-0000008"
+    tensors_file, state_file = ckpt / "tensors.safetensors", ckpt / "state.json"
+    if damage == "empty":
+        tensors_file.write_bytes(b"")
+    elif damage == "truncated":
+        tensors_file.write_bytes(tensors_file.read_bytes()[:-50])
+    elif damage == "garbage_state":
+        state_file.write_text("{not json")
+    elif damage == "missing_keys":
+        state = json.loads(state_file.read_text())
+        del state["obs_norm"], state["rng_numpy"]
+        state_file.write_text(json.dumps(state))
+    else:
+        tensors = load_file(str(tensors_file))
+        tensors["model.actor.0.weight"] = torch.zeros(3, 3)
+        save_file(tensors, str(tensors_file))
+    before = sorted(p.name for p in run.rglob("*"))
+    for args in (["train", "--resume", str(run)], ["eval", str(run), "--episodes", "1"]):
+        line = error_line(run_cli(*args))
+        assert "checkpoint" in line
+    assert sorted(p.name for p in run.rglob("*")) == before  # nothing written
+
+
+def test_a_garbled_latest_pointer_is_not_needed(finished_run, tmp_path):
+    run = copy_run(finished_run, tmp_path)
+    (run / "checkpoints" / "latest.json").write_text("garbage")
+    assert last_json(run_cli("eval", str(run), "--episodes", "1"))["total_steps"] > 0
+
+
+def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypatch):
+    import rlkit.io.checkpoint as ckpt_mod
+
+    real, calls = ckpt_mod.save_file, []
+
+    def fill_disk(tensors, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        real(tensors, path)
+
+    monkeypatch.setattr(ckpt_mod, "save_file", fill_disk)
+    cfg = rlkit.TrainConfig(total_steps=1024, num_envs=2, num_steps=64, num_minibatches=2, update_epochs=1,
+                            checkpoint_every=512, logdir=str(tmp_path), run_name="r", eval_episodes=0, progress=False)
+    with pytest.raises(CheckpointError, match="No space left on device.*previous checkpoint") as e:
+        rlkit.train(cfg)
+    assert "\n" not in str(e.value)
+    root = tmp_path / "r" / "checkpoints"
+    assert json.loads((root / "latest.json").read_text())["checkpoint"] == "update-0000004"
+    assert [p.name for p in root.iterdir() if p.name.startswith(".")] == []  # no half-written checkpoint left
+    monkeypatch.setattr(ckpt_mod, "save_file", real)
+    assert rlkit.train(rlkit.TrainConfig(resume=str(tmp_path / "r"))).updates == 8
+
+
+def test_a_run_whose_first_checkpoint_failed_restarts_on_resume(tmp_path, monkeypatch):
+    import rlkit.io.checkpoint as ckpt_mod
+
+    def full(tensors, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ckpt_mod, "save_file", full)
+    cfg = rlkit.TrainConfig(total_steps=1024, num_envs=2, num_steps=64, num_minibatches=2, update_epochs=1,
+                            checkpoint_every=512, logdir=str(tmp_path), run_name="r", eval_episodes=0, progress=False)
+    with pytest.raises(CheckpointError):
+        rlkit.train(cfg)
+    monkeypatch.undo()
+    assert rlkit.train(rlkit.TrainConfig(resume=str(tmp_path / "r"))).updates == 8
+
+
+# ------------------------------------------------------------------------ output places
+@pytest.mark.parametrize("where", ["a_file", "proc"])
+def test_bad_output_locations_are_one_line(tmp_path, where):
+    logdir = tmp_path / "file" if where == "a_file" else Path("/proc/rlkit-test")
+    if where == "a_file":
+        logdir.write_text("x")
+    assert "logdir" in error_line(run_cli("train", *SMALL, "--logdir", str(logdir)))
+
+
+# ------------------------------------------------------------------------------- values
+@pytest.mark.parametrize("args,word", [
+    (["--seed", "-1"], "seed"), (["--seed", str(2**70)], "seed"), (["--device", "cuda"], "device"),
+    (["--device", "foo"], "device"), (["--outer-optimizer", "LBFGS"], "outer_optimizer"),
+    (["--outer-optimizer", "SparseAdam"], "outer_optimizer"), (["--outer-optimizer", "Optimizer"], "outer_optimizer"),
+    (["--env", "rlkit-test/ImageObs-v0"], "image"), (["--preset", "mujoco", "cartpole"], "env preset"),
+    (["--preset", "cartpole", "--preset", "mujoco"], "env preset"), (["--env", "no_such_module:X-v0"], "import"),
+])
+def test_bad_values_are_one_line(tmp_path, args, word):
+    if args[1] == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    line = error_line(run_cli("train", *SMALL, "--logdir", str(tmp_path / "runs"), *args))
+    assert word in line
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("events.*"))
+
+
+def test_eval_seed_out_of_range_is_one_line(finished_run):
+    assert "seed" in error_line(run_cli("eval", str(finished_run), "--seed", "-1"))
+
+
+def test_python_api_values(tmp_path):
+    with pytest.raises(ConfigError, match="learning_rate"):
+        rlkit.TrainConfig(learning_rate="0.1")
+    t, n = 5, 2
+    rng = np.random.default_rng(0)
+    args = [rng.normal(size=(t, n)).astype(np.float32) for _ in range(3)] + [np.zeros((t, n), bool)] * 2
+    from_numpy = rlkit.compute_gae(*args, gamma=0.9, lam=0.8)
+    from_torch = rlkit.compute_gae(*(torch.from_numpy(a) for a in args), gamma=0.9, lam=0.8)
+    assert torch.equal(from_numpy.advantages, from_torch.advantages)
+
+
+def test_agent_act_refuses_what_it_cannot_act_on(finished_run):
+    from rlkit.errors import ObservationError
+
+    agent = rlkit.load_agent(finished_run)
+    assert agent.act(np.zeros(4, np.float32)) in (0, 1)
+    for bad, word in ((np.zeros(3), "shape"), (np.array([0, np.nan, 0, 0]), "NaN"), (None, "None"), ("text", "numeric")):
+        with pytest.raises(ObservationError, match=word):
+            agent.act(bad)
+
+
+def test_none_observation_is_named(tmp_path):
+    line = error_line(run_cli("train", *SMALL, "--env", "rlkit-test/NoneObs-v0", "--logdir", str(tmp_path)))
+    assert "NoneObs" in line and "non-finite" not in line
+
+
+def test_module_env_id_form_trains_and_evaluates(tmp_path, monkeypatch):
+    module = tmp_path / "rlkit_custom_env_pkg.py"
+    module.write_text("import gymnasium as gym\n"
+                      "gym.register('CustomCartPole-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv',"
+                      " max_episode_steps=50)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = rlkit.train(rlkit.TrainConfig(env="rlkit_custom_env_pkg:CustomCartPole-v0", total_steps=512,
+                                           num_envs=2, num_steps=64, num_minibatches=2, logdir=str(tmp_path / "r"),
+                                           eval_episodes=1, progress=False))
+    assert 0 < result.eval_return_mean <= 50
+    sys.modules.pop("rlkit_custom_env_pkg", None)
+
+
+def test_small_visible_things(tmp_path):
+    help_proc = run_cli("--help")
+    assert help_proc.returncode == 0 and "rlkit train" in help_proc.stdout
+    out = last_json(run_cli("train", *SMALL, "--eval-episodes", "0", "--logdir", str(tmp_path)))
+    assert out["eval_return_mean"] is None and out["eval_return_std"] is None  # null, not NaN

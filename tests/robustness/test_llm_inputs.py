@@ -1,0 +1,147 @@
+"""Bad input to the RLHF side is one line; runs resume from anywhere; nothing is downloaded."""
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from rlkit.cli import main
+from tests import tiny_lm
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture
+def models(tmp_path):
+    tok = tiny_lm.tokenizer()
+    policy, rm = tmp_path / "policy", tmp_path / "rm"
+    tiny_lm.causal_lm().save_pretrained(policy)
+    tok.save_pretrained(policy)
+    model = tiny_lm.reward_model()
+    model.config.pad_token_id = tok.pad_token_id
+    model.save_pretrained(rm)
+    tok.save_pretrained(rm)
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("the movie was\ni liked it\n")
+    return policy, rm, prompts
+
+
+def rlhf_args(policy, rm, prompts, tmp_path, *extra):
+    return ["rlhf", "--policy", str(policy), "--reward-model", str(rm), "--prompts", str(prompts), "--iterations", "1",
+            "--num-envs", "2", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"), "--torch-threads", "1",
+            "--no-save-model", *extra]
+
+
+def one_error(capsys, code):
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err[-2000:]
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("rlkit: error: ")
+    return line
+
+
+def test_a_missing_local_model_fails_at_once_without_network_noise(models, tmp_path, capsys):
+    _, rm, prompts = models
+    start = time.perf_counter()
+    line = one_error(capsys, main(rlhf_args(tmp_path / "nope", rm, prompts, tmp_path)))
+    assert time.perf_counter() - start < 10 and "no such folder" in line
+    assert "nothing is downloaded" in line
+
+
+def test_a_causal_lm_as_reward_model_is_refused(models, tmp_path, capsys):
+    policy, _, prompts = models
+    assert "no trained score head" in one_error(capsys, main(rlhf_args(policy, policy, prompts, tmp_path)))
+
+
+def test_reward_models_with_other_labels_or_vocabulary_are_refused(models, tmp_path, capsys):
+    from transformers import LlamaForSequenceClassification
+
+    policy, _, prompts = models
+    three = tmp_path / "rm3"
+    LlamaForSequenceClassification(tiny_lm.config(num_labels=3)).save_pretrained(three)
+    assert "3 labels" in one_error(capsys, main(rlhf_args(policy, three, prompts, tmp_path)))
+    small = tmp_path / "rm_small"
+    LlamaForSequenceClassification(tiny_lm.config(num_labels=1, vocab_size=8)).save_pretrained(small)
+    assert "vocabulary" in one_error(capsys, main(rlhf_args(policy, small, prompts, tmp_path)))
+
+
+def test_a_policy_folder_without_a_tokenizer_is_one_line(models, tmp_path, capsys):
+    policy, rm, prompts = models
+    bare = tmp_path / "bare"
+    tiny_lm.causal_lm().save_pretrained(bare)
+    assert "tokenizer" in one_error(capsys, main(rlhf_args(bare, rm, prompts, tmp_path)))
+
+
+@pytest.mark.parametrize("lines,word", [(['{"text": "a"}'], "prompt"), (["{not json"], "not JSON"),
+                                        (['{"prompt": 3}'], "string"), (['["a"]'], "prompt")])
+def test_bad_prompt_lines_are_named(models, tmp_path, capsys, lines, word):
+    policy, rm, _ = models
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("\n".join(['{"prompt": "the movie was"}', *lines]) + "\n")
+    line = one_error(capsys, main(rlhf_args(policy, rm, prompts, tmp_path)))
+    assert f"{prompts}:2" in line and word in line
+
+
+def test_bad_preference_lines_and_outputs_are_one_line(models, tmp_path, capsys):
+    policy, _, _ = models
+    data = tmp_path / "prefs.jsonl"
+    data.write_text(json.dumps(["a", "b"]) + "\n")
+    line = one_error(capsys, main(["rm", "train", "--backbone", str(policy), "--data", str(data),
+                                   "--output", str(tmp_path / "out")]))
+    assert f"{data}:1" in line
+
+
+def test_bad_lora_targets_are_one_line(models, tmp_path, capsys):
+    policy, rm, prompts = models
+    line = one_error(capsys, main(rlhf_args(policy, rm, prompts, tmp_path, "--lora-r", "2", "--lora-targets",
+                                            "no_such_module")))
+    assert "lora_targets" in line
+
+
+@pytest.mark.parametrize("args,word", [(["--device", "cuda"], "device"), (["--device", "foo"], "device"),
+                                       (["--seed", "-1"], "seed")])
+def test_bad_rlhf_values_are_one_line(models, tmp_path, capsys, args, word):
+    import torch
+
+    if "cuda" in args and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    policy, rm, prompts = models
+    assert word in one_error(capsys, main(rlhf_args(policy, rm, prompts, tmp_path, *args)))
+
+
+def test_an_rlhf_run_resumes_from_another_directory_and_after_its_model_moved(models, tmp_path, capsys,
+                                                                             monkeypatch):
+    policy, rm, prompts = models
+    monkeypatch.chdir(tmp_path)
+    args = ["rlhf", "--policy", "policy", "--reward-model", "rm", "--prompts", "prompts.txt", "--iterations", "1",
+            "--num-envs", "2", "--max-new-tokens", "2", "--logdir", "runs", "--run-name", "r",
+            "--torch-threads", "1", "--checkpoint-every", "1", "--no-save-model"]
+    assert main(args) == 0
+    stored = json.loads((tmp_path / "runs" / "r" / "config.json").read_text())
+    assert stored["policy"] == str(policy.resolve()) and os.path.isabs(stored["prompts"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    moved = tmp_path / "moved_policy"
+    shutil.move(str(policy), moved)
+    run = str(tmp_path / "runs" / "r")
+    capsys.readouterr()
+    assert main(["rlhf", "--resume", run, "--iterations", "2"]) == 2  # the model is gone from where it was
+    assert "cannot load model" in capsys.readouterr().err
+    assert main(["rlhf", "--resume", run, "--iterations", "2", "--policy", str(moved)]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["iterations"] == 2
+    assert "kl_coef" in one_error(capsys, main(["rlhf", "--resume", run, "--kl-coef", "0.5"]))
+
+
+def test_a_damaged_rlhf_checkpoint_is_one_line(models, tmp_path, capsys):
+    policy, rm, prompts = models
+    assert main(rlhf_args(policy, rm, prompts, tmp_path, "--run-name", "r", "--checkpoint-every", "1")) == 0
+    tensors = next((tmp_path / "runs" / "r" / "checkpoints").glob("iteration-*/tensors.safetensors"))
+    tensors.write_bytes(tensors.read_bytes()[:64])
+    capsys.readouterr()
+    assert "unreadable checkpoint" in one_error(capsys, main(["rlhf", "--resume", str(tmp_path / "runs" / "r")]))
+    capsys.readouterr()
+    gym_line = one_error(capsys, main(["train", "--resume", str(tmp_path / "runs" / "r")]))
+    assert "unreadable checkpoint" in gym_line

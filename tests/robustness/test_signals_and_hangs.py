@@ -1,0 +1,71 @@
+"""Interrupts stop a run with a checkpoint and never hang; evaluation always ends."""
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, run_cli
+
+
+def _start_and_signal(tmp_path, sig, *extra):
+    logdir = tmp_path / "runs"
+    args = ["train", "--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
+            "--total-steps", "10000000", "--checkpoint-every", "100000000", "--eval-episodes", "1",
+            "--logdir", str(logdir), "--run-name", "r", *extra]
+    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while not list((logdir / "r").glob("events.out.tfevents.*")) and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # well into training (several updates)
+    proc.send_signal(sig)  # to the main process only, as `kill -INT PID` or a notebook's interrupt does
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"still running 30 s after {sig.name}")
+    return proc.returncode, err, logdir / "r"
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_sigint_with_async_envs_stops_with_a_checkpoint_and_never_hangs(tmp_path, trial):
+    code, err, run_dir = _start_and_signal(tmp_path, signal.SIGINT, "--async-envs")
+    assert code == 130, err[-1500:]
+    assert "Traceback" not in err and "RUN_DIR" not in err
+    assert f"--resume {run_dir.resolve()}" in err.strip().splitlines()[-1] or f"--resume {run_dir}" in err
+    latest = json.loads((run_dir / "checkpoints" / "latest.json").read_text())["checkpoint"]
+    assert latest.startswith("update-") and latest in err
+
+
+def test_sigterm_is_handled_like_sigint(tmp_path):
+    code, err, run_dir = _start_and_signal(tmp_path, signal.SIGTERM, "--async-envs")
+    assert code == 128 + signal.SIGTERM, err[-1500:]
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert (run_dir / "checkpoints" / "latest.json").is_file()
+    resumed = last_json(run_cli("train", "--resume", str(run_dir), "--total-steps",
+                                str(json.loads(next(run_dir.glob("checkpoints/update-*/state.json")).read_text())
+                                    ["global_step"] + 256)))
+    assert resumed["run_dir"] == str(run_dir.resolve())
+
+
+def test_evaluation_of_an_env_that_never_ends_is_capped(tmp_path):
+    out = last_json(run_cli("train", *SMALL, "--env", "rlkit-test/Endless-v0", "--logdir", str(tmp_path),
+                            "--run-name", "e", "--eval-episodes", "2", "--eval-max-steps", "500", timeout=120))
+    assert out["eval_return_mean"] is not None
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / "e"), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [e.value for e in acc.Scalars("eval/capped_episodes")] == [2.0]
+    ev = last_json(run_cli("eval", str(tmp_path / "e"), "--episodes", "1", timeout=120))
+    assert ev["capped_episodes"] == 1 and ev["total_steps"] == 10_000  # the default cap without a time limit
+
+
+def test_a_dead_async_worker_is_an_env_error(tmp_path):
+    line = error_line(run_cli("train", *SMALL, "--env", "rlkit-test/DyingWorker-v0", "--async-envs",
+                              "--logdir", str(tmp_path), timeout=120))
+    assert "rlkit-test/DyingWorker-v0" in line
