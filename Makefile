@@ -23,6 +23,7 @@ demo: setup
 test: setup
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q
+	$(PY) -m pytest -q --nbmake notebooks
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow

@@ -24,7 +24,9 @@ TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
        rlkit eval RUN_DIR [--episodes N] [--seed S] [--max-steps N]
        rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
-       rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]"""
+       rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
+       rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
+       rlkit report SWEEP_DIR [--baseline VARIANT] [--metric final|auc] [--normalize none|minmax]"""
 
 
 def _flags_given(argv: list[str], cls: type) -> set[str]:
@@ -128,6 +130,50 @@ def _rm(argv: list[str]) -> int:
     return 0
 
 
+def _sweep(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="rlkit sweep", description="Run a sweep spec: variants x envs x seeds "
+                                     "(resumable: the same command again finishes what is left).")
+    parser.add_argument("spec")
+    parser.add_argument("--out", default=None, help="sweep directory (default: sweeps/<name>)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: the cores)")
+    parser.add_argument("--backend", default="local", choices=["local", "ray"])
+    parser.add_argument("--ray-address", default=None, help="a Ray cluster (default: a local Ray instance)")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: the GPU share each run asks for")
+    parser.add_argument("--budget", default=None, choices=["smoke"], help="apply the spec's [smoke] table")
+    parser.add_argument("--retry-failed", action="store_true", help="run failed runs again")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs and their state, run nothing")
+    args = parser.parse_args(argv)
+    from rlkit.ablation.sweep import plan, run_sweep
+
+    if args.dry_run:
+        spec, sweep_dir, states = plan(args.spec, args.out, args.budget)
+        for run, state in states:
+            print(f"{state:8} {run.name}  ({run.kind}, {run.config['total_steps']:,} steps)")
+        print(f"{len(states)} runs in {sweep_dir}", file=sys.stderr)
+        return 0
+    summary = run_sweep(args.spec, args.out, args.workers, args.backend, args.ray_address, args.budget,
+                        args.retry_failed, args.gpus_per_run)
+    print(json.dumps(summary.to_json()))
+    if summary.failed:
+        print(f"rlkit: {summary.failed} run(s) failed; see runs.csv and logs/ in {summary.sweep_dir} "
+              "(--retry-failed runs them again)", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+def _report(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="rlkit report", description="Statistics and figures of a sweep.")
+    parser.add_argument("sweep_dir")
+    parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
+    parser.add_argument("--metric", default="final", choices=["final", "auc"])
+    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"])
+    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
+    args = parser.parse_args(argv)
+    from rlkit.ablation.report import write_report
+
+    print(json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, args.reps)))
+    return 0
+
+
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.core.loop import Interrupted
 
@@ -142,7 +188,7 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm}
+    commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm, "sweep": _sweep, "report": _report}
     if argv[:1] in (["-h"], ["--help"]):
         print(USAGE + f"\npresets: {', '.join(PRESETS)}")
         return 0

@@ -39,3 +39,18 @@ def reward_model(seed: int = 1):
     torch.manual_seed(seed)
     return LlamaForSequenceClassification(config(num_labels=1, id2label={0: "score"}, label2id={"score": 0})
                                           ).eval().requires_grad_(False)
+
+
+def save_models(root, prompts=("the movie was", "i liked it")):
+    """A tiny policy and reward model saved as local folders (each with the tokenizer), and a
+    prompt file: ``(policy_dir, rm_dir, prompts_file)`` under ``root``."""
+    tok = tokenizer()
+    policy_dir, rm_dir, prompt_file = root / "policy", root / "rm", root / "prompts.txt"
+    causal_lm().save_pretrained(policy_dir)
+    tok.save_pretrained(policy_dir)
+    rm = reward_model()
+    rm.config.pad_token_id = tok.pad_token_id
+    rm.save_pretrained(rm_dir)
+    tok.save_pretrained(rm_dir)
+    prompt_file.write_text("\n".join(prompts) + "\n")
+    return policy_dir, rm_dir, prompt_file

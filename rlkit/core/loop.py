@@ -92,12 +92,14 @@ def timestamp() -> str:
 
 
 def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any], variant: str,
-                metric_tags: list[str]) -> Logger:
-    """The run's TensorBoard logger. A fresh run also writes its hparams and ``config.json``;
-    a resumed one purges the events a killed run wrote after ``resumed_at``."""
+                metric_tags: list[str], lead: tuple[str, ...] = ()) -> Logger:
+    """The run's TensorBoard logger. A fresh run also writes its hparams (the variant's name, then
+    the ``lead`` fields, then the rest, so runs of a sweep compare by what differs) and
+    ``config.json``; a resumed one purges the events a killed run wrote after ``resumed_at``."""
     logger = Logger(str(run_dir), purge_step=resumed_at + 1 if resumed_at is not None else None)
     if resumed_at is None:
-        logger.hparams({"variant": variant, **config}, metric_tags)
+        first = {k: config[k] for k in lead if k in config}
+        logger.hparams({"variant": variant, **first, **config}, metric_tags)
         (run_dir / "config.json").write_text(json.dumps(dict(config), indent=1))
     return logger
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -32,6 +32,33 @@ class EvalResult(NamedTuple):
     @property
     def std(self) -> float:
         return float(np.std(self.returns))
+
+
+def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int, seed: int = 0,
+                 max_steps: int | None = None) -> EvalResult:
+    """Returns of ``act`` over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each episode is
+    cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
+    an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
+    the sweep's baselines) uses."""
+    check_env_id(env_id)
+    env = gym.make(env_id)
+    cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
+    returns, lengths, capped = [], [], 0
+    try:
+        for i in range(episodes):
+            obs, _ = env.reset(seed=seed + i)
+            total, steps, done = 0.0, 0, False
+            while not done and steps < cap:
+                obs, reward, terminated, truncated, _ = env.step(act(obs))
+                total += float(reward)
+                steps += 1
+                done = terminated or truncated
+            capped += not done
+            returns.append(total)
+            lengths.append(steps)
+    finally:
+        env.close()
+    return EvalResult(returns, lengths, capped)
 
 
 class Agent:
@@ -65,28 +92,8 @@ class Agent:
         return actions[0] if single else actions
 
     def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None) -> EvalResult:
-        """Deterministic returns over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each
-        episode is cut after ``max_steps`` (default: the env's own time limit, else
-        :data:`DEFAULT_EVAL_CAP`) so an env that never ends cannot hang the evaluation."""
-        check_env_id(env_id)
-        env = gym.make(env_id)
-        cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
-        returns, lengths, capped = [], [], 0
-        try:
-            for i in range(episodes):
-                obs, _ = env.reset(seed=seed + i)
-                total, steps, done = 0.0, 0, False
-                while not done and steps < cap:
-                    obs, reward, terminated, truncated, _ = env.step(self.act(obs))
-                    total += float(reward)
-                    steps += 1
-                    done = terminated or truncated
-                capped += not done
-                returns.append(total)
-                lengths.append(steps)
-        finally:
-            env.close()
-        return EvalResult(returns, lengths, capped)
+        """Deterministic returns over ``episodes`` episodes (see :func:`run_episodes`)."""
+        return run_episodes(self.act, env_id, episodes, seed, max_steps)
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":

@@ -32,7 +32,7 @@ from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset
 from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import find_resume_point, run_dir_of, save_checkpoint
 from rlkit.io.logger import Logger
-from rlkit.variants import build_hooks, load_variant_states, save_variant_states
+from rlkit.variants import VARIANT_FIELDS, build_hooks, load_variant_states, save_variant_states
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o import HP3O
 from rlkit.variants.hp3o_episodes import EpisodeAdapter, HybridBatches
@@ -53,6 +53,8 @@ class TrainResult:
     updates: int
     eval_history: list[tuple[int, float, float]] = field(default_factory=list)
     """``(env steps, return mean, return std)`` of every evaluation (``--eval-every``, and the final one)."""
+    eval_seconds: list[float] = field(default_factory=list)
+    """Training seconds (rollouts and updates, not evaluation) before each evaluation of ``eval_history``."""
     agent: Agent | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, object]:
@@ -107,6 +109,7 @@ class PPOTrainer:
         self.global_step = 0
         self.seconds = 0.0
         self.eval_history: list[tuple[int, float, float]] = []
+        self.eval_seconds: list[float] = []
         default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
         self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
         if checkpoint is not None:
@@ -217,7 +220,8 @@ class PPOTrainer:
     def train(self) -> TrainResult:
         cfg = self.cfg
         logger = open_logger(self.run_dir, self.global_step if self.resumed else None, cfg.to_dict(), cfg.variant,
-                             ["charts/episodic_return"])
+                             ["eval/return_mean", "charts/episodic_return"],
+                             lead=VARIANT_FIELDS)
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             cfg.num_updates * cfg.batch_size)
         prior = _finished_result(self.run_dir) if self.resumed and self.updates_done >= cfg.num_updates else None
@@ -233,6 +237,8 @@ class PPOTrainer:
         if prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
             mean, std = (float("nan") if prior.get(k) is None else prior[k] for k in ("eval_return_mean",
                                                                                     "eval_return_std"))
+            self.eval_history = [tuple(e) for e in prior.get("eval_history", self.eval_history)]
+            self.eval_seconds = list(prior.get("eval_seconds", self.eval_seconds))
         elif cfg.eval_episodes:
             evaluation = self._evaluate(logger)
             mean, std = evaluation.mean, evaluation.std
@@ -240,7 +246,8 @@ class PPOTrainer:
             mean = std = float("nan")
         logger.close()
         result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, mean, std,
-                             str(self.run_dir), cfg.variant, self.updates_done, list(self.eval_history), self.agent)
+                             str(self.run_dir), cfg.variant, self.updates_done, list(self.eval_history),
+                             list(self.eval_seconds), self.agent)
         write_result(self.run_dir, result.to_json())
         return result
 
@@ -253,6 +260,7 @@ class PPOTrainer:
         logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
                         "eval/capped_episodes": float(evaluation.capped)}, self.global_step)
         self.eval_history.append((self.global_step, evaluation.mean, evaluation.std))
+        self.eval_seconds.append(self.seconds)
         return evaluation
 
     def _episode_stats(self) -> dict[str, float]:
@@ -273,7 +281,7 @@ class PPOTrainer:
                  "train_seconds": self.seconds, "obs_norm": self.obs_norm.state_dict(),
                  "rew_scaler": self.rew_scaler.state_dict(), "rng_numpy": self.rng.bit_generator.state,
                  "recent_returns": list(self.episodes.recent), "variants": variant_meta,
-                 "eval_history": self.eval_history}
+                 "eval_history": self.eval_history, "eval_seconds": self.eval_seconds}
         return save_checkpoint(self.run_dir, f"update-{self.updates_done:07d}", tensors, state)
 
 
@@ -350,4 +358,5 @@ def _restore(self: PPOTrainer, tensors: dict[str, torch.Tensor], state: dict) ->
     self.seconds = float(state["train_seconds"])
     self.episodes.recent.extend(state["recent_returns"])
     self.eval_history = [tuple(e) for e in state.get("eval_history", [])]
+    self.eval_seconds = list(state.get("eval_seconds", [float("nan")] * len(self.eval_history)))
 

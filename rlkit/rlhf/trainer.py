@@ -37,7 +37,7 @@ from rlkit.rlhf.policy import LMActorCritic, token_log_probs
 from rlkit.rlhf.reward_model import RewardModelScorer
 from rlkit.rlhf.token_grid import (FreshGrid, LMRollout, ResponseAdapter, SequenceMinibatch, TokenGrid, left_pad,
                                    sequence_minibatches)
-from rlkit.variants import build_hooks
+from rlkit.variants import VARIANT_FIELDS, build_hooks
 from rlkit.variants.hp3o import HP3O
 from rlkit_envs.token_env import TokenEnv
 
@@ -284,7 +284,8 @@ class RLHFTrainer:
     def train(self) -> RLHFResult:
         cfg = self.cfg
         logger = open_logger(self.run_dir, self.updates_done if self.resumed else None, cfg.to_dict(), cfg.variant,
-                             ["charts/score", "charts/kl"])
+                             ["charts/score", "charts/kl"],
+                             lead=VARIANT_FIELDS)
         try:
             run_updates(self, self.optimizer, logger,
                         Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every))

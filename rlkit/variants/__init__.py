@@ -7,5 +7,8 @@ from rlkit.variants.base import (BatchSource, UpdateHook, VariantState, build_ho
                                  register_hook, save_variant_states, unregister_hook)
 from rlkit.variants.options import VariantOptions
 
-__all__ = ["BatchSource", "UpdateHook", "VariantOptions", "VariantState", "build_hooks", "load_variant_states",
+VARIANT_FIELDS = tuple(VariantOptions.__dataclass_fields__)
+"""The variant switches, in declaration order (hparams tables lead with them)."""
+
+__all__ = ["VARIANT_FIELDS", "BatchSource", "UpdateHook", "VariantOptions", "VariantState", "build_hooks", "load_variant_states",
            "register_hook", "save_variant_states", "unregister_hook"]

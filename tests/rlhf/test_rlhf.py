@@ -257,16 +257,7 @@ def test_cli_rlhf_run_checkpoints_and_resumes_from_saved_models(tmp_path, capsys
 
     from rlkit.cli import main
 
-    policy_dir, rm_dir = tmp_path / "policy", tmp_path / "rm"
-    tok = tiny_lm.tokenizer()
-    tiny_lm.causal_lm().save_pretrained(policy_dir)
-    tok.save_pretrained(policy_dir)
-    rm = tiny_lm.reward_model()
-    rm.config.pad_token_id = tok.pad_token_id
-    rm.save_pretrained(rm_dir)
-    tok.save_pretrained(rm_dir)
-    prompts = tmp_path / "prompts.txt"
-    prompts.write_text("\n".join(PROMPTS) + "\n")
+    policy_dir, rm_dir, prompts = tiny_lm.save_models(tmp_path, PROMPTS)
     args = ["rlhf", "--policy", str(policy_dir), "--reward-model", str(rm_dir), "--prompts", str(prompts),
             "--iterations", "2", "--num-envs", "4", "--max-new-tokens", "3", "--checkpoint-every", "1",
             "--logdir", str(tmp_path / "runs"), "--run-name", "r", "--torch-threads", "1", "--no-save-model"]

@@ -68,17 +68,7 @@ def test_an_existing_run_directory_keeps_its_files(tmp_path):
 def _tiny_models(tmp_path):
     from tests import tiny_lm
 
-    policy_dir, rm_dir = tmp_path / "policy", tmp_path / "rm"
-    tok = tiny_lm.tokenizer()
-    tiny_lm.causal_lm().save_pretrained(policy_dir)
-    tok.save_pretrained(policy_dir)
-    rm = tiny_lm.reward_model()
-    rm.config.pad_token_id = tok.pad_token_id
-    rm.save_pretrained(rm_dir)
-    tok.save_pretrained(rm_dir)
-    prompts = tmp_path / "prompts.txt"
-    prompts.write_text("the movie was\ni liked it\n")
-    return policy_dir, rm_dir, prompts
+    return tiny_lm.save_models(tmp_path)
 
 
 def test_rlhf_never_overwrites_a_run_of_the_same_name(tmp_path, capsys):

@@ -15,17 +15,7 @@ pytest.importorskip("transformers")
 
 @pytest.fixture
 def models(tmp_path):
-    tok = tiny_lm.tokenizer()
-    policy, rm = tmp_path / "policy", tmp_path / "rm"
-    tiny_lm.causal_lm().save_pretrained(policy)
-    tok.save_pretrained(policy)
-    model = tiny_lm.reward_model()
-    model.config.pad_token_id = tok.pad_token_id
-    model.save_pretrained(rm)
-    tok.save_pretrained(rm)
-    prompts = tmp_path / "prompts.txt"
-    prompts.write_text("the movie was\ni liked it\n")
-    return policy, rm, prompts
+    return tiny_lm.save_models(tmp_path)
 
 
 def rlhf_args(policy, rm, prompts, tmp_path, *extra):

@@ -1,0 +1,107 @@
+"""Reference implementations in a sweep: Stable-Baselines3 PPO (``sb3:ppo``) and sb3-contrib TRPO
+(``sb3-contrib:trpo``, the trust-region method both Outer-PPO and HP3O argue against), trained on
+the same env, seed and step budget as the rlkit runs, from the same config record where the two
+libraries share a setting, and evaluated with rlkit's deterministic protocol
+(:func:`rlkit.gym.agent.run_episodes`: greedy actions, env seeds ``seed + 10000 + i``).
+
+They write what an rlkit run writes for the sweep: ``result.json`` (the same keys) and TensorBoard
+``eval/`` scalars. They keep no checkpoints: an interrupted baseline run starts again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlkit.errors import ConfigError
+from rlkit.gym.agent import run_episodes
+from rlkit.io.logger import Logger
+
+
+def _common(cfg: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    lr = cfg["learning_rate"]
+    return dict(learning_rate=(lambda f: lr * f) if cfg["anneal_lr"] else lr, n_steps=cfg["num_steps"],
+                batch_size=cfg["num_envs"] * cfg["num_steps"] // cfg["num_minibatches"], gamma=cfg["gamma"],
+                gae_lambda=cfg["gae_lambda"], normalize_advantage=cfg["norm_adv"], seed=cfg["seed"], device="cpu",
+                verbose=0, policy_kwargs=dict(net_arch=dict(pi=list(cfg["hidden_sizes"]), vf=list(cfg["hidden_sizes"])),
+                                              activation_fn=torch.nn.Tanh))
+
+
+def build_model(kind: str, cfg: dict[str, Any]) -> Any:
+    """The SB3 model for a run's config record (``sb3:ppo`` matches PPO's settings field by field)."""
+    try:
+        from stable_baselines3.common.env_util import make_vec_env
+        from stable_baselines3.common.vec_env import VecNormalize
+    except ImportError:
+        raise ConfigError("baselines need the optional extra: pip install 'rlkit[baselines]'") from None
+    env = make_vec_env(cfg["env"], n_envs=cfg["num_envs"], seed=cfg["seed"])
+    if cfg["norm_obs"] or cfg["norm_reward"]:
+        env = VecNormalize(env, norm_obs=cfg["norm_obs"], norm_reward=cfg["norm_reward"], gamma=cfg["gamma"],
+                           clip_obs=10.0, clip_reward=10.0)
+    if kind == "sb3:ppo":
+        from stable_baselines3 import PPO
+
+        return PPO("MlpPolicy", env, n_epochs=cfg["update_epochs"], clip_range=cfg["clip_coef"],
+                   clip_range_vf=cfg["clip_coef"] if cfg["clip_vloss"] else None, ent_coef=cfg["ent_coef"],
+                   vf_coef=cfg["vf_coef"], max_grad_norm=cfg["max_grad_norm"], target_kl=cfg["target_kl"],
+                   **_common(cfg))
+    try:
+        from sb3_contrib import TRPO
+    except ImportError:
+        raise ConfigError("sb3-contrib:trpo needs the optional extra: pip install 'rlkit[baselines]'") from None
+    return TRPO("MlpPolicy", env, **_common(cfg))  # its own trust region (target_kl 0.01) and critic updates
+
+
+def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """Train and evaluate one baseline run; returns (and writes) its ``result.json``."""
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    model = build_model(kind, cfg)
+    logger = Logger(str(run_dir))
+    history: list[tuple[int, float, float]] = []
+    seconds: list[float] = []
+    clock = {"start": time.perf_counter(), "eval": 0.0}
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        env = model.get_env()
+        x = env.normalize_obs(obs) if isinstance(env, VecNormalize) else obs
+        action, _ = model.predict(x, deterministic=True)
+        space = env.action_space
+        return np.clip(action, space.low, space.high) if hasattr(space, "low") else action
+
+    def evaluate(step: int) -> None:
+        start = time.perf_counter()
+        seconds.append(start - clock["start"] - clock["eval"])  # training time so far
+        result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + 10_000, cfg["eval_max_steps"] or None)
+        clock["eval"] += time.perf_counter() - start
+        history.append((step, result.mean, result.std))
+        logger.scalars({"eval/return_mean": result.mean, "eval/return_std": result.std}, step)
+
+    class Periodic(BaseCallback):
+        def _on_step(self) -> bool:
+            every, n = cfg["eval_every"], self.num_timesteps
+            if every and cfg["eval_episodes"] and n // every > (n - model.n_envs) // every and n < cfg["total_steps"]:
+                evaluate(n)
+            return True
+
+    model.learn(total_timesteps=cfg["total_steps"], callback=Periodic())
+    train_seconds = time.perf_counter() - clock["start"] - clock["eval"]
+    steps = int(model.num_timesteps)
+    if cfg["eval_episodes"]:
+        evaluate(steps)
+    logger.close()
+    mean, std = (history[-1][1], history[-1][2]) if history else (math.nan, math.nan)
+    result = {"env": cfg["env"], "seed": cfg["seed"], "total_steps": steps, "steps_per_second": steps / train_seconds,
+              "eval_return_mean": None if math.isnan(mean) else mean, "eval_return_std": None if math.isnan(std) else std,
+              "run_dir": str(run_dir), "variant": kind, "updates": steps // (cfg["num_envs"] * cfg["num_steps"]),
+              "eval_history": history, "eval_seconds": seconds}
+    (run_dir / "result.json").write_text(json.dumps(result, indent=1))
+    return result

@@ -1,0 +1,104 @@
+"""A sweep's tables and manifest, rebuilt from its runs' own files (so they never drift from them).
+
+``results.csv``: one tidy row per evaluation — variant, env, seed, kind, step, wall_s (training
+seconds before that evaluation, evaluation excluded), eval_return_mean, eval_return_std.
+``runs.csv``: one row per run — variant, env, seed, kind, status (done / failed / missing), error,
+final_return, total_steps, steps_per_second, train_seconds, run_seconds (the run's wall time in
+its worker: env creation, training, evaluation, files), run_dir.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import platform
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from rlkit.ablation.spec import SweepSpec
+from rlkit.errors import ConfigError
+
+RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
+RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "total_steps",
+               "steps_per_second", "train_seconds", "run_seconds", "run_dir"]
+PACKAGES = ("rlkit", "torch", "numpy", "gymnasium", "mujoco", "stable-baselines3", "sb3-contrib", "ray", "rliable")
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> None:
+    """Create the sweep directory with its manifest, or check that an existing one holds the same
+    spec and budget (a different one is refused: nothing is overwritten)."""
+    identity = {"spec": spec.data, "budget": budget}
+    manifest = sweep_dir / "manifest.json"
+    if manifest.is_file():
+        stored = json.loads(manifest.read_text())
+        if {"spec": stored.get("spec"), "budget": stored.get("budget")} != json.loads(json.dumps(identity)):
+            raise ConfigError(f"{sweep_dir} holds a sweep of a different spec or budget; resume it with the same "
+                              "spec, or choose another --out")
+        return
+    if sweep_dir.exists() and any(sweep_dir.iterdir()):
+        raise ConfigError(f"{sweep_dir} exists and is not a sweep directory; choose another --out")
+    for sub in ("runs", "logs", "status"):
+        (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({**identity, "name": spec.name, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                    "git_commit": _git_commit(), "python": platform.python_version(),
+                                    "machine": f"{platform.node()} {platform.machine()}",
+                                    "packages": _versions()}, indent=1))
+
+
+def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
+    """Rebuild results.csv and runs.csv; returns (done, failed, missing) run counts."""
+    counts = {"done": 0, "failed": 0, "missing": 0}
+    with open(sweep_dir / "results.csv", "w", newline="") as rf, open(sweep_dir / "runs.csv", "w", newline="") as uf:
+        results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
+        results.writeheader()
+        runs.writeheader()
+        for run in spec.runs:
+            row, evaluations = _run_row(sweep_dir, run)
+            counts[row["status"]] += 1
+            runs.writerow(row)
+            results.writerows(evaluations)
+    return counts["done"], counts["failed"], counts["missing"]
+
+
+def _run_row(sweep_dir: Path, run: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    run_dir = sweep_dir / "runs" / run.name
+    row: dict[str, Any] = {"variant": run.variant, "env": run.env, "seed": run.seed, "kind": run.kind,
+                           "status": "missing", "error": "", "run_dir": str(run_dir.relative_to(sweep_dir))}
+    status = sweep_dir / "status" / f"{run.name}.json"
+    recorded = json.loads(status.read_text()) if status.is_file() else {}
+    if (run_dir / "result.json").is_file():
+        res = json.loads((run_dir / "result.json").read_text())
+        sps = res.get("steps_per_second") or 0.0
+        row.update(status="done", final_return=res.get("eval_return_mean"), total_steps=res.get("total_steps"),
+                   steps_per_second=sps, train_seconds=(res.get("total_steps") or 0) / sps if sps else None,
+                   run_seconds=recorded.get("seconds"))
+        seconds = res.get("eval_seconds") or [None] * len(res.get("eval_history", []))
+        evaluations = [{"variant": run.variant, "env": run.env, "seed": run.seed, "kind": run.kind, "step": step,
+                        "wall_s": wall, "eval_return_mean": mean, "eval_return_std": std}
+                       for (step, mean, std), wall in zip(res.get("eval_history", []), seconds)]
+        return row, evaluations
+    if recorded.get("status") == "failed":
+        row.update(status="failed", error=recorded.get("error", ""))
+    return row, []

@@ -1,0 +1,176 @@
+"""Running a sweep: every run of a :class:`SweepSpec` in a pool of worker processes (or as Ray
+tasks), resumable, with each run's output in its own log file.
+
+Layout of a sweep directory::
+
+    manifest.json        the spec, its budget, the git commit and package versions
+    runs/<run>/          each run's TensorBoard events, checkpoints and result.json
+    logs/<run>.log       each run's own output
+    status/<run>.json    a failed run's one-line error
+    results.csv          one row per evaluation; runs.csv: one row per run (see results.py)
+
+Running the same command again skips finished runs, resumes interrupted ones from their
+checkpoints (bit-identical to uninterrupted runs) and restarts runs that never checkpointed.
+A failed run is recorded, reported and skipped until ``--retry-failed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from tqdm import tqdm
+
+from rlkit.ablation.spec import RunSpec, SweepSpec
+from rlkit.errors import ConfigError, RlkitError, one_line
+
+Outcome = dict[str, Any]
+"""``{"name", "status": "done" | "failed", "error", "result"}`` of one run."""
+
+
+def run_state(sweep_dir: Path, run: RunSpec) -> str:
+    """``done``, ``failed``, ``partial`` (started, not finished) or ``new``."""
+    run_dir = sweep_dir / "runs" / run.name
+    if (run_dir / "result.json").is_file():
+        return "done"
+    status = sweep_dir / "status" / f"{run.name}.json"
+    if status.is_file() and json.loads(status.read_text()).get("status") == "failed":
+        return "failed"
+    return "partial" if run_dir.exists() else "new"
+
+
+@contextlib.contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """File descriptors 1 and 2 (Python's and any library's output) go to ``path`` meanwhile."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def execute(run: RunSpec, sweep_dir: str) -> Outcome:
+    """Run (or resume) one run in this process; its output goes to ``logs/<run>.log``."""
+    root = Path(sweep_dir)
+    run_dir = root / "runs" / run.name
+    status = root / "status" / f"{run.name}.json"
+    start = time.perf_counter()
+    with _output_to(root / "logs" / f"{run.name}.log"):
+        try:
+            result = _train(run, run_dir)
+        except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
+            error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
+            status.write_text(json.dumps({"status": "failed", "error": error}))
+            return {"name": run.name, "status": "failed", "error": error, "result": None}
+    seconds = time.perf_counter() - start  # in the worker: env creation, training, evaluation, files
+    status.write_text(json.dumps({"status": "done", "seconds": seconds}))
+    return {"name": run.name, "status": "done", "error": None, "result": result}
+
+
+def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
+    from rlkit.gym.config import TrainConfig
+    from rlkit.gym.trainer import resume, train
+
+    cfg = {**run.config, "logdir": str(run_dir.parent), "run_name": run.name, "resume": None, "progress": False,
+           "torch_threads": 1}
+    if run.kind != "rlkit":
+        from rlkit.ablation.baselines import train_baseline
+
+        run_dir.mkdir(exist_ok=True)
+        return train_baseline(run.kind, cfg, run_dir)
+    if run_dir.exists() and not any(run_dir.iterdir()):
+        run_dir.rmdir()  # created, nothing written yet
+    if run_dir.exists():
+        return resume(str(run_dir)).to_json()
+    return train(TrainConfig.from_dict(cfg)).to_json()
+
+
+def _init_worker() -> None:
+    """Pool workers: one torch thread, die with the sweep (so a re-run never races an orphan),
+    leave SIGINT to the sweep process."""
+    import torch
+
+    torch.set_num_threads(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def run_local(runs: list[RunSpec], sweep_dir: Path, workers: int, done: Callable[[Outcome], None]) -> None:
+    """The runs in a pool of ``workers`` processes (each reused across runs)."""
+    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
+        pending = {pool.submit(execute, run, str(sweep_dir)) for run in runs}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done(future.result())
+
+
+def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | None, gpus_per_run: float,
+            done: Callable[[Outcome], None]) -> None:
+    """The runs as Ray tasks (1 CPU each, or a GPU share) on a local Ray instance or ``address``.
+    Runs write to ``sweep_dir``, which the Ray workers must see (a shared filesystem)."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("--backend ray needs the optional extra: pip install 'rlkit[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
+    try:
+        task = ray.remote(num_cpus=1, num_gpus=gpus_per_run)(_ray_execute)
+        pending = [task.remote(asdict(run), str(sweep_dir)) for run in runs]
+        while pending:
+            finished, pending = ray.wait(pending, num_returns=1)
+            done(ray.get(finished[0]))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _ray_execute(run: dict[str, Any], sweep_dir: str) -> Outcome:
+    import torch
+
+    torch.set_num_threads(1)
+    return execute(RunSpec(**run), sweep_dir)
+
+
+class Progress:
+    """One bar for the sweep: runs done of total, env steps per second, ETA; failures counted."""
+
+    def __init__(self, total: int, name: str, show: bool) -> None:
+        self.bar = tqdm(total=total, desc=name, unit="run", dynamic_ncols=True, disable=not show)
+        self.start, self.steps, self.failed = time.perf_counter(), 0, 0
+
+    def __call__(self, outcome: Outcome) -> None:
+        if outcome["status"] == "done":
+            self.steps += int(outcome["result"].get("total_steps") or 0)
+        else:
+            self.failed += 1
+        elapsed = time.perf_counter() - self.start
+        self.bar.set_postfix_str(f"{self.steps / elapsed:,.0f} steps/s, {self.failed} failed", refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()

@@ -1,0 +1,212 @@
+"""Sweep specifications: a TOML file naming environments, seeds and variants (and a grid), expanded
+into one run per (variant, env, seed), every run's config validated before any starts.
+
+```toml
+name = "outer_ppo_cartpole"
+envs = ["CartPole-v1"]
+seeds = 10                       # or a list: [1, 2, 3]
+preset = "cartpole"              # any TrainConfig field is a default for every run
+total_steps = 100_000
+eval_every = 10_000
+
+[variants]
+ppo = {}
+"outer-sigma1.5" = { outer = true, outer_lr = 1.5 }
+hp3o = { presets = ["hp3o"] }
+"sb3:ppo" = {}                   # reference implementations: sb3:ppo, sb3-contrib:trpo
+
+[grid]                           # optional: crossed with every rlkit variant
+outer_momentum = [0.0, 0.5]
+
+[env."Hopper-v5"]                # optional per-env overrides
+preset = "mujoco"
+
+[reference."CartPole-v1"]        # optional: scores for min-max normalization in the report
+random = 22.0
+reference = 500.0
+
+[smoke]                          # applied by --budget smoke (CI runs these in seconds)
+seeds = 2
+total_steps = 1024
+```
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlkit.errors import ConfigError
+from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
+from rlkit.core.config import flat_field_names
+
+BASELINES = ("sb3:ppo", "sb3-contrib:trpo")
+"""Reference implementations a variant may name (optional extra ``baselines``)."""
+TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
+RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume"}))
+"""TrainConfig fields a spec may set (the sweep owns env, seed and where runs go)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep."""
+
+    variant: str
+    env: str
+    seed: int
+    kind: str
+    """``rlkit``, ``sb3:ppo`` or ``sb3-contrib:trpo``."""
+    config: dict[str, Any]
+    """The run's full TrainConfig record (flat), also used to set up a baseline identically."""
+
+    @property
+    def name(self) -> str:
+        """The run's folder name (one path component)."""
+        return safe_name(f"{self.variant}__{self.env}__s{self.seed}")
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    runs: list[RunSpec]
+    variants: list[str]
+    envs: list[str]
+    seeds: list[int]
+    baseline: str
+    reference: dict[str, dict[str, float]] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+    """The parsed TOML (what identifies the sweep, with the budget)."""
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+=,-]", "-", text)
+
+
+def _fail(path: str, key: str, message: str) -> ConfigError:
+    return ConfigError(f"{path}: {key}: {message}")
+
+
+def load_spec(path: str | Path, budget: str | None = None) -> SweepSpec:
+    """Parse, validate and expand ``path``; ``budget="smoke"`` applies its ``[smoke]`` table."""
+    file = str(path)
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{file}: no such sweep spec") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    return expand(data, file, budget)
+
+
+def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None) -> SweepSpec:
+    """Validate a parsed spec and expand it into runs (every config built and validated)."""
+    unknown = set(data) - set(TOP_KEYS) - set(RUN_FIELDS)
+    if unknown:
+        key = sorted(unknown)[0]
+        raise _fail(file, key, f"unknown key; allowed: {', '.join(TOP_KEYS)} or a TrainConfig field")
+    for key in ("name", "envs", "seeds", "variants"):
+        if key not in data:
+            raise _fail(file, key, "required")
+    if budget not in (None, "smoke"):
+        raise ConfigError(f"--budget must be smoke, got {budget!r}")
+    if budget == "smoke":
+        smoke = data.get("smoke")
+        if not isinstance(smoke, dict):
+            raise _fail(file, "smoke", "--budget smoke needs a [smoke] table")
+        bad = set(smoke) - {"envs", "seeds"} - set(RUN_FIELDS)
+        if bad:
+            raise _fail(file, f"smoke.{sorted(bad)[0]}", "unknown key; allowed: envs, seeds or a TrainConfig field")
+        data = {**data, **smoke}
+    name, envs, seeds = data["name"], data["envs"], _seeds(data["seeds"], file)
+    if not isinstance(name, str) or not name or safe_name(name) != name:
+        raise _fail(file, "name", f"must be a plain name (letters, digits, . _ - +), got {name!r}")
+    if not isinstance(envs, list) or not envs or not all(isinstance(e, str) for e in envs):
+        raise _fail(file, "envs", "must be a non-empty list of env ids")
+    variants = data["variants"]
+    if not isinstance(variants, dict) or not variants:
+        raise _fail(file, "variants", "must be a non-empty table: name = { presets = [...], field = value }")
+    grid = _grid(data.get("grid", {}), file)
+    runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid)]
+    names = list(dict.fromkeys(r.variant for r in runs))
+    baseline = data.get("baseline", names[0])
+    if baseline not in names:
+        raise _fail(file, "baseline", f"{baseline!r} is not a variant; choose from {', '.join(names)}")
+    return SweepSpec(name, runs, names, envs, seeds, baseline, _reference(data.get("reference", {}), file), data)
+
+
+def _seeds(value: Any, file: str) -> list[int]:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return list(range(1, value + 1))
+    if isinstance(value, list) and value and all(isinstance(s, int) and 0 <= s < 2**32 for s in value) \
+            and len(set(value)) == len(value):
+        return list(value)
+    raise _fail(file, "seeds", f"a positive count or a list of distinct seeds in [0, 2**32), got {value!r}")
+
+
+def _grid(grid: Any, file: str) -> list[dict[str, Any]]:
+    if not isinstance(grid, dict):
+        raise _fail(file, "grid", "must be a table: field = [values]")
+    for key, values in grid.items():
+        if key not in RUN_FIELDS:
+            raise _fail(file, f"grid.{key}", "not a TrainConfig field")
+        if not isinstance(values, list) or not values:
+            raise _fail(file, f"grid.{key}", "must be a non-empty list of values")
+    keys = sorted(grid)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))] or [{}]
+
+
+def _reference(ref: Any, file: str) -> dict[str, dict[str, float]]:
+    if not isinstance(ref, dict):
+        raise _fail(file, "reference", "must be a table: [reference.\"ENV\"] random = x, reference = y")
+    out = {}
+    for env, scores in ref.items():
+        if not isinstance(scores, dict) or set(scores) != {"random", "reference"} or \
+                not all(isinstance(v, (int, float)) for v in scores.values()) or scores["reference"] == scores["random"]:
+            raise _fail(file, f"reference.{env}", "needs two different numbers: random and reference")
+        out[env] = {k: float(v) for k, v in scores.items()}
+    return out
+
+
+def _fields(table: dict[str, Any], file: str, where: str) -> tuple[list[str], dict[str, Any]]:
+    """A table's presets and TrainConfig fields, validated."""
+    if not isinstance(table, dict):
+        raise _fail(file, where, "must be a table")
+    presets = table.get("presets", table.get("preset", []))
+    presets = [presets] if isinstance(presets, str) else presets
+    for name in presets:
+        if name not in PRESETS:
+            raise _fail(file, where, f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
+    fields = {k: v for k, v in table.items() if k not in ("presets", "preset")}
+    for key in fields:
+        if key not in RUN_FIELDS:
+            raise _fail(file, f"{where}.{key}", "not a TrainConfig field the spec may set")
+    return list(presets), fields
+
+
+def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], variants: dict[str, Any],
+              grid: list[dict[str, Any]]) -> list[RunSpec]:
+    base_presets, base = _fields({k: v for k, v in data.items() if k in RUN_FIELDS or k == "preset"}, file, "spec")
+    env_presets, env_fields = _fields(data.get("env", {}).get(env, {}), file, f"env.{env}")
+    runs = []
+    for variant, table in variants.items():
+        var_presets, var_fields = _fields(table, file, f"variants.{variant}")
+        presets = env_presets or base_presets
+        if any(p in ENV_PRESETS for p in var_presets):
+            raise _fail(file, f"variants.{variant}", f"env presets ({', '.join(ENV_PRESETS)}) belong at the top")
+        kind = variant if variant in BASELINES else "rlkit"
+        if ":" in variant and kind == "rlkit":
+            raise _fail(file, f"variants.{variant}", f"unknown baseline; choose from {', '.join(BASELINES)}")
+        for point in ([{}] if kind != "rlkit" else grid):
+            label = variant + ("[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]" if point else "")
+            for seed in seeds:
+                try:
+                    cfg = preset(*presets, *var_presets, **{**base, **env_fields, **var_fields, **point},
+                                 env=env, seed=seed)
+                except ConfigError as exc:
+                    raise _fail(file, f"variants.{variant}", f"{env} seed {seed}: {exc}") from None
+                runs.append(RunSpec(label, env, seed, kind, cfg.to_dict()))
+    return runs

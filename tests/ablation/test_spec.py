@@ -1,0 +1,57 @@
+"""Sweep specs: expansion into runs, and every malformed spec a one-line error naming file and key."""
+
+import pytest
+
+from rlkit.ablation.spec import expand, load_spec
+from rlkit.cli import main
+from rlkit.errors import ConfigError
+
+BASE = {"name": "t", "envs": ["CartPole-v1"], "seeds": 2, "preset": "cartpole", "total_steps": 1024,
+        "variants": {"ppo": {}, "hp3o": {"presets": ["hp3o"]}}}
+
+
+def test_expansion_crosses_variants_grid_envs_and_seeds():
+    spec = expand({**BASE, "envs": ["CartPole-v1", "Acrobot-v1"], "grid": {"clip_coef": [0.1, 0.3]},
+                   "variants": {**BASE["variants"], "sb3:ppo": {}}, "env": {"Acrobot-v1": {"ent_coef": 0.0}}})
+    assert len(spec.runs) == 2 * (2 * 2 + 1) * 2
+    names = {r.variant for r in spec.runs}
+    assert names == {"ppo[clip_coef=0.1]", "ppo[clip_coef=0.3]", "hp3o[clip_coef=0.1]", "hp3o[clip_coef=0.3]", "sb3:ppo"}
+    acro = [r for r in spec.runs if r.env == "Acrobot-v1" and r.kind == "rlkit"]
+    assert all(r.config["ent_coef"] == 0.0 and r.config["total_steps"] == 1024 for r in acro)
+    hp3o = [r for r in spec.runs if r.variant.startswith("hp3o")]
+    assert all(r.config["hp3o"] and r.config["num_minibatches"] == 10 for r in hp3o)
+    assert len({r.name for r in spec.runs}) == len(spec.runs) and all("/" not in r.name for r in spec.runs)
+
+
+def test_the_smoke_budget_overrides():
+    spec = expand({**BASE, "smoke": {"seeds": 1, "total_steps": 512}}, budget="smoke")
+    assert spec.seeds == [1] and all(r.config["total_steps"] == 512 for r in spec.runs)
+
+
+@pytest.mark.parametrize("change,key", [
+    ({"bogus": 1}, "bogus"), ({"variants": {}}, "variants"), ({"variants": {"x": {"presets": ["nope"]}}}, "variants.x"),
+    ({"variants": {"sb3:a2c": {}}}, "variants.sb3:a2c"), ({"grid": {"clip_coef": []}}, "grid.clip_coef"),
+    ({"grid": {"nope": [1]}}, "grid.nope"), ({"total_steps": 0}, "total_steps"), ({"seeds": 0}, "seeds"),
+    ({"seeds": [1, 1]}, "seeds"), ({"envs": []}, "envs"), ({"baseline": "nope"}, "baseline"),
+    ({"variants": {"x": {"learning_rate": -1}}}, "learning_rate"), ({"name": "a/b"}, "name"),
+])
+def test_bad_specs_name_file_and_key(change, key):
+    with pytest.raises(ConfigError, match="spec.toml") as e:
+        expand({**BASE, **change}, "spec.toml")
+    assert key in str(e.value) and "\n" not in str(e.value)
+
+
+def test_bad_toml_and_missing_files_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [unclosed")
+    assert main(["sweep", str(bad)]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+    assert main(["sweep", str(tmp_path / "none.toml")]) == 2
+    with pytest.raises(ConfigError, match="smoke"):
+        load_spec(_write(tmp_path, 'name = "t"\nenvs = ["CartPole-v1"]\nseeds = 1\n[variants]\nppo = {}\n'), "smoke")
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "spec.toml"
+    path.write_text(text)
+    return path

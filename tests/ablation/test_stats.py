@@ -1,0 +1,36 @@
+"""The report's statistics against rliable on fixed inputs."""
+
+import numpy as np
+import pandas as pd
+from rliable import library as rly
+from rliable import metrics
+
+from rlkit.ablation import stats
+
+
+def test_iqm_curve_matches_rliable_iqm_at_every_point_and_its_interval():
+    rng = np.random.default_rng(3)
+    curves = rng.normal(size=(10, 5)) * np.arange(1, 6)
+    point, low, high = stats.iqm_curve(curves, reps=4000)
+    for t in range(5):
+        x = curves[:, t:t + 1]
+        assert np.isclose(point[t], metrics.aggregate_iqm(x))
+        _, ci = rly.get_interval_estimates({"a": x}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=4000,
+                                           random_state=np.random.RandomState(0))
+        width = ci["a"][1, 0] - ci["a"][0, 0]
+        assert abs(low[t] - ci["a"][0, 0]) < 0.15 * width and abs(high[t] - ci["a"][1, 0]) < 0.15 * width
+
+
+def test_scores_normalization_and_matrices():
+    results = pd.DataFrame({"variant": ["a"] * 4 + ["b"] * 4, "env": ["E"] * 8, "seed": [1, 1, 2, 2] * 2,
+                            "step": [1, 2] * 4, "eval_return_mean": [0, 10, 0, 20, 0, 30, 0, 40.0]})
+    final = stats.final_scores(results)
+    assert sorted(final.score) == [10, 20, 30, 40]
+    auc = stats.auc_scores(results, grid_points=3)
+    assert sorted(auc.score) == [5, 10, 15, 20]  # mean of a straight line from 0 to the final value
+    norm = stats.normalize(final, {"E": {"random": 0.0, "reference": 40.0}})
+    matrices, envs = stats.score_matrices(norm, ["a", "b"])
+    assert envs == ["E"] and matrices["b"].ravel().tolist() == [0.75, 1.0]
+    est = stats.interval_estimates(matrices, reps=200)
+    assert est["b"]["mean"][0] == 0.875 and est["a"]["optimality_gap"][0] == 1 - 0.375
+    assert stats.improvement(matrices, "a", reps=200)["b"][0] == 1.0

@@ -1,0 +1,146 @@
+"""``rlkit sweep`` end to end: outputs, baselines in the same tables, resuming (after kill -9 too),
+failed runs, refusing another spec, and ``rlkit report`` on what finished."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rlkit.ablation.report import write_report
+from rlkit.ablation.sweep import run_sweep
+from rlkit.cli import main
+from rlkit.errors import ConfigError
+
+ROOT = Path(__file__).parents[2]
+SPEC = """
+name = "t"
+envs = ["CartPole-v1"]
+seeds = 2
+preset = "cartpole"
+total_steps = 1024
+num_envs = 2
+num_steps = 128
+eval_every = 512
+eval_episodes = 2
+checkpoint_every = 256
+
+[variants]
+ppo = {}
+outer = { presets = ["outer-nesterov"] }
+"sb3:ppo" = {}
+"sb3-contrib:trpo" = {}
+
+[reference."CartPole-v1"]
+random = 22.0
+reference = 500.0
+"""
+
+
+def write_spec(tmp_path, text=SPEC, name="spec.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    spec = write_spec(tmp)
+    summary = run_sweep(spec, str(tmp / "out"), workers=2, progress=False)
+    return spec, tmp / "out", summary
+
+
+def test_a_sweep_writes_runs_tables_manifest_and_logs(finished):
+    _, out, summary = finished
+    assert (summary.total, summary.done, summary.failed, summary.ran) == (8, 8, 0, 8)
+    runs = rows(out / "runs.csv")
+    assert {r["kind"] for r in runs} == {"rlkit", "sb3:ppo", "sb3-contrib:trpo"}
+    assert all(r["status"] == "done" and float(r["final_return"]) > 0 for r in runs)
+    results = rows(out / "results.csv")
+    assert list(results[0]) == ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean",
+                                "eval_return_std"]
+    assert sorted({int(r["step"]) for r in results}) == [512, 1024] and len(results) == 16
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spec"]["name"] == "t" and manifest["packages"]["torch"] and "git_commit" in manifest
+    assert len(list((out / "logs").glob("*.log"))) == 8
+    assert len(list((out / "runs").glob("*/events.out.tfevents.*"))) == 8  # one TensorBoard logdir
+
+
+def test_the_same_command_again_runs_nothing_and_another_spec_is_refused(finished, tmp_path):
+    spec, out, _ = finished
+    before = (out / "results.csv").read_text()
+    assert run_sweep(spec, str(out), workers=2, progress=False).ran == 0
+    assert (out / "results.csv").read_text() == before
+    other = write_spec(tmp_path, SPEC.replace("seeds = 2", "seeds = 3"))
+    with pytest.raises(ConfigError, match="different spec"):
+        run_sweep(other, str(out), workers=2, progress=False)
+
+
+def test_report_writes_statistics_and_figures(finished):
+    _, out, _ = finished
+    paths = write_report(str(out), reps=300)
+    summary = json.loads((out / "report" / "summary.json").read_text())
+    assert set(summary["aggregate"]) == {"ppo", "outer", "sb3:ppo", "sb3-contrib:trpo"}
+    assert set(summary["improvement"]) == {"outer", "sb3:ppo", "sb3-contrib:trpo"}
+    assert summary["references"]["CartPole-v1"]["source"] == "spec"
+    for png in paths["figures"]:
+        assert (out / "report" / png).stat().st_size > 10_000
+    text = (out / "report" / "report.md").read_text()
+    assert "| CartPole-v1 | ppo | 2 |" in text and "P(> baseline)" in text
+
+
+def test_failed_runs_are_recorded_and_retried_on_request(tmp_path, capsys):
+    spec = write_spec(tmp_path, SPEC.replace('envs = ["CartPole-v1"]', 'envs = ["CartPole-v1", "rlkit-test/Raising-v0"]')
+                      .replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', ""))
+    out = tmp_path / "out"
+    assert main(["sweep", spec, "--out", str(out), "--workers", "2"]) == 1
+    assert "4 run(s) failed" in capsys.readouterr().err
+    failed = [r for r in rows(out / "runs.csv") if r["status"] == "failed"]
+    assert len(failed) == 4 and all("simulated physics blow-up" in r["error"] for r in failed)
+    assert run_sweep(spec, str(out), workers=2, progress=False).ran == 0
+    assert run_sweep(spec, str(out), workers=2, progress=False, retry_failed=True).ran == 4
+    report = write_report(str(out), reps=200)
+    assert "rlkit-test/Raising-v0 / seed 1: failed" in Path(report["report"]).read_text()
+
+
+def test_a_sweep_killed_with_sigkill_resumes_to_the_same_results(finished, tmp_path):
+    spec, reference, _ = finished
+    spec = write_spec(tmp_path, SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")
+                      .replace("total_steps = 1024", "total_steps = 8192"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+           "sweep", spec, "--out", str(out), "--workers", "2"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
+    time.sleep(0.5)  # the workers die with the sweep (PR_SET_PDEATHSIG)
+    resumed = run_sweep(spec, str(out), workers=2, progress=False)
+    assert resumed.done == 4 and resumed.ran >= 1
+    straight = run_sweep(spec, str(tmp_path / "straight"), workers=2, progress=False)
+    key = lambda r: (r["variant"], r["seed"], r["step"])  # noqa: E731
+    a = {key(r): r["eval_return_mean"] for r in rows(out / "results.csv")}
+    b = {key(r): r["eval_return_mean"] for r in rows(tmp_path / "straight" / "results.csv")}
+    assert straight.done == 4 and a == b and len(a) == 4 * 16
+
+
+def test_dry_run_lists_runs_and_states(finished, capsys):
+    spec, out, _ = finished
+    assert main(["sweep", spec, "--out", str(out), "--dry-run"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 8 and all(line.startswith("done") for line in lines)
