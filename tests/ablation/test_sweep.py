@@ -144,3 +144,21 @@ def test_dry_run_lists_runs_and_states(finished, capsys):
     assert main(["sweep", spec, "--out", str(out), "--dry-run"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 8 and all(line.startswith("done") for line in lines)
+
+
+def test_report_on_an_unfinished_sweep_lists_what_is_missing(finished, tmp_path):
+    import shutil
+
+    _, out, _ = finished
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "runs" / "ppo__CartPole-v1__s2" / "result.json").unlink()
+    text = Path(write_report(str(copy), reps=200)["report"]).read_text()
+    assert "- ppo / CartPole-v1 / seed 2: missing" in text and "7 done, 1 missing" in text
+
+
+def test_ray_missing_is_one_line(finished, tmp_path, monkeypatch, capsys):
+    spec, _, _ = finished
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    assert main(["sweep", spec, "--out", str(tmp_path / "r"), "--backend", "ray"]) == 2
+    assert "pip install 'rlkit[ray]'" in capsys.readouterr().err
