@@ -133,6 +133,7 @@ def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Gen
     perm = torch.randperm(b, generator=generator).to(packed.device)
     shuffled = packed.index_select(0, perm)
     d, a = batch.obs.shape[1], cols[1].shape[1]
+    num_minibatches = min(num_minibatches, b)  # a smaller batch (HP3O's paper sampling) still splits
     size = b // num_minibatches
     for start in range(0, size * num_minibatches, size):
         mb = shuffled[start:start + size]

@@ -123,7 +123,7 @@ class PPOTrainer:
             return FreshRollout(cfg.gamma, cfg.gae_lambda)
         adapter = EpisodeAdapter(cfg.num_envs, cfg.hp3o_samples, cfg.gamma, cfg.gae_lambda, cfg.clip_coef, self.rng,
                                  self.model, self.device, cfg.hp3o_recompute_values,
-                                 cfg.hp3o_threshold if cfg.hp3o_plus else None)
+                                 cfg.hp3o_threshold if cfg.hp3o_plus else None, cfg.hp3o_sampling)
         return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng)
 
     # ----------------------------------------------------------------------------- rollout
@@ -321,7 +321,10 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, t
     missing = [k for k in REQUIRED_STATE if k not in state]
     if missing:
         raise CheckpointError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
-    cfg = TrainConfig.from_dict({**state["config"], **changes, "resume": path})
+    stored = dict(state["config"])
+    if stored.get("hp3o") and "hp3o_sampling" not in stored:
+        stored["hp3o_sampling"] = "topup"  # a run checkpointed before the switch continues as it started
+    cfg = TrainConfig.from_dict({**stored, **changes, "resume": path})
     if cfg.total_steps < int(state["global_step"]):
         raise ConfigError(f"total_steps={cfg.total_steps} is below the {state['global_step']} steps the run has done")
     return cfg, (tensors, state)

@@ -104,19 +104,28 @@ def hp3o_plus_baseline(obs: torch.Tensor, values: torch.Tensor, best_obs: torch.
 @dataclass
 class HybridBatches:
     """The k chosen trajectories' transitions with advantages; ``epoch_batch`` draws a fresh
-    fixed-size sample for each epoch, split evenly across the trajectories."""
+    sample for each epoch. ``paper`` sampling (the authors' code): ``min(samples // k, L)``
+    transitions of each trajectory of length L, without replacement, so short trajectories give a
+    smaller batch and no transition repeats within an epoch. ``topup`` (rlkit before 0.2): exactly
+    ``samples`` transitions, split evenly, drawn with replacement from trajectories shorter than
+    their share."""
 
     pooled: Batch
     segments: list[tuple[int, int]]
     samples: int
     rng: np.random.Generator
+    sampling: str = "paper"
 
     def epoch_batch(self) -> Batch:
         k = len(self.segments)
-        shares = [self.samples // k + (1 if i < self.samples % k else 0) for i in range(k)]
-        idx = np.concatenate([start + self.rng.choice(stop - start, size=share, replace=stop - start < share)
-                              for (start, stop), share in zip(self.segments, shares)])
-        index = torch.from_numpy(idx).to(self.pooled.obs.device)
+        if self.sampling == "paper":
+            picks = [start + self.rng.choice(stop - start, size=min(self.samples // k, stop - start), replace=False)
+                     for start, stop in self.segments]
+        else:
+            shares = [self.samples // k + (1 if i < self.samples % k else 0) for i in range(k)]
+            picks = [start + self.rng.choice(stop - start, size=share, replace=stop - start < share)
+                     for (start, stop), share in zip(self.segments, shares)]
+        index = torch.from_numpy(np.concatenate(picks)).to(self.pooled.obs.device)
         return Batch(*(x.index_select(0, index) for x in self.pooled))
 
 
@@ -143,7 +152,7 @@ def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_va
 
 def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samples: int, rng: np.random.Generator,
                          value_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                         plus_threshold: float | None = None) -> tuple[HybridBatches, float]:
+                         plus_threshold: float | None = None, sampling: str = "paper") -> tuple[HybridBatches, float]:
     """Advantages for ``trajs`` (best first) and the per-epoch sampler. With ``value_fn`` the
     current critic recomputes values; with ``plus_threshold`` HP3O+ baselines apply.
     Returns the sampler and the fraction of non-best states whose baseline HP3O+ replaced."""
@@ -165,7 +174,7 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
         segments.append((offset, offset + len(traj)))
         offset += len(traj)
     pooled = Batch(*(torch.cat(xs) for xs in zip(*parts)))
-    return HybridBatches(pooled, segments, samples, rng), replaced / max(total, 1)
+    return HybridBatches(pooled, segments, samples, rng, sampling), replaced / max(total, 1)
 
 
 class EpisodeAdapter:
@@ -177,11 +186,11 @@ class EpisodeAdapter:
 
     def __init__(self, num_envs: int, samples: int, gamma: float, lam: float, clip_coef: float,
                  rng: np.random.Generator, model: torch.nn.Module, device: torch.device,
-                 recompute_values: bool = False, plus_threshold: float | None = None) -> None:
+                 recompute_values: bool = False, plus_threshold: float | None = None, sampling: str = "paper") -> None:
         self.assembler = TrajectoryAssembler(num_envs)
         self.samples, self.gamma, self.lam, self.clip_coef = samples, gamma, lam, clip_coef
         self.rng, self.model, self.device = rng, model, device
-        self.recompute_values, self.plus_threshold = recompute_values, plus_threshold
+        self.recompute_values, self.plus_threshold, self.sampling = recompute_values, plus_threshold, sampling
 
     def split(self, rollout: Rollout, update: int) -> list[Trajectory]:
         return self.assembler.add_rollout(rollout.buffer, update)
@@ -194,7 +203,7 @@ class EpisodeAdapter:
         chosen = [_to(t, self.device) for t in chosen]
         value_fn = self.model.value if self.recompute_values else None
         hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, self.samples, self.rng, value_fn,
-                                                self.plus_threshold)
+                                                self.plus_threshold, self.sampling)
         pooled = hybrid.pooled
         log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
         ratio = log_ratio.exp()

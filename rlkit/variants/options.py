@@ -46,6 +46,10 @@ class VariantOptions:
     """Trajectories per hybrid batch k: the best-return one plus k-1 uniform others."""
     hp3o_samples: int = 1280
     """Transitions drawn from the k trajectories for each epoch (split evenly among them)."""
+    hp3o_sampling: Literal["paper", "topup"] = "paper"
+    """Transitions per epoch: paper = min(hp3o_samples / k, L) of each trajectory without replacement
+    (the authors' code); topup = exactly hp3o_samples, with replacement from short trajectories
+    (rlkit before 0.2)."""
     hp3o_recompute_values: bool = False
     """Recompute values of replayed states with the current critic (default: stored values)."""
     hp3o_plus: bool = False
@@ -83,6 +87,8 @@ class VariantOptions:
                               f"hp3o_buffer_size={self.hp3o_buffer_size}")
         if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold > 0):
             raise ConfigError(f"hp3o_threshold must be > 0, got {self.hp3o_threshold!r}")
+        if self.hp3o_sampling not in ("paper", "topup"):
+            raise ConfigError(f"hp3o_sampling must be paper or topup, got {self.hp3o_sampling!r}")
         if self.hp3o_plus and not self.hp3o:
             raise ConfigError("hp3o_plus needs hp3o")
 

@@ -83,7 +83,7 @@ def test_best_trajectory_always_in_the_hybrid_batch_and_others_distinct():
 
 def test_hybrid_batch_keeps_behaviour_log_probs_and_splits_samples():
     trajs = [traj(10, length=6), traj(5, length=3)]
-    hybrid, _ = build_hybrid_batches(trajs, 0.99, 0.95, samples=8, rng=np.random.default_rng(0))
+    hybrid, _ = build_hybrid_batches(trajs, 0.99, 0.95, samples=8, rng=np.random.default_rng(0), sampling="topup")
     batch = hybrid.epoch_batch()
     assert batch.obs.shape[0] == 8
     assert torch.equal(batch.log_probs, torch.full((8,), -0.5))  # the stored behaviour log-probs
@@ -163,3 +163,23 @@ def test_variants_learn_cartpole(logdir, variant):
     cfg = rlkit.preset("cartpole", variant, total_steps=100_000, logdir=logdir, eval_episodes=20, progress=False)
     result = rlkit.train(cfg)
     assert result.eval_return_mean >= 475, result.eval_return_mean
+
+
+def test_paper_sampling_takes_each_trajectory_without_replacement_up_to_its_share():
+    """The authors' code: min(samples / k, L) transitions per trajectory, none repeated in an epoch
+    (rlkit used to top up to exactly `samples` with replacement: the old behaviour is 'topup')."""
+    from rlkit.core.buffer import Batch
+    from rlkit.variants.hp3o_episodes import HybridBatches
+
+    n = 13  # trajectories of 3 and 10 steps, pooled
+    pooled = Batch(torch.arange(n, dtype=torch.float32)[:, None], torch.zeros(n, dtype=torch.int64), torch.zeros(n),
+                   torch.zeros(n), torch.zeros(n), torch.zeros(n))
+    rng = np.random.default_rng(0)
+    paper = HybridBatches(pooled, [(0, 3), (3, 13)], samples=12, rng=rng, sampling="paper")
+    for _ in range(20):
+        picked = paper.epoch_batch().obs[:, 0].long().tolist()
+        assert len(picked) == 3 + 6 and len(set(picked)) == len(picked)  # all 3 short ones, 6 of the 10
+        assert sorted(picked[:3]) == [0, 1, 2] and all(3 <= i < 13 for i in picked[3:])
+    topup = HybridBatches(pooled, [(0, 3), (3, 13)], samples=12, rng=rng, sampling="topup")
+    picked = topup.epoch_batch().obs[:, 0].long().tolist()
+    assert len(picked) == 12 and len(set(picked[:6])) <= 3  # the short trajectory is drawn with repeats
