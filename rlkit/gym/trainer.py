@@ -121,9 +121,8 @@ class PPOTrainer:
         cfg = self.cfg
         if not cfg.hp3o:
             return FreshRollout(cfg.gamma, cfg.gae_lambda)
-        adapter = EpisodeAdapter(cfg.num_envs, cfg.hp3o_samples, cfg.gamma, cfg.gae_lambda, cfg.clip_coef, self.rng,
-                                 self.model, self.device, cfg.hp3o_recompute_values,
-                                 cfg.hp3o_threshold if cfg.hp3o_plus else None, cfg.hp3o_sampling)
+        adapter = EpisodeAdapter(cfg.num_envs, cfg.variants, cfg.gamma, cfg.gae_lambda, cfg.clip_coef, self.rng,
+                                 self.model, self.device)
         return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng)
 
     # ----------------------------------------------------------------------------- rollout

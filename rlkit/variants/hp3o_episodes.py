@@ -9,6 +9,7 @@ non-best trajectories to the best trajectory's value at the nearest state (withi
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
 from typing import Callable
 
@@ -17,6 +18,7 @@ import torch
 
 from rlkit.core.buffer import Batch, Rollout, RolloutBuffer
 from rlkit.core.gae import compute_gae
+from rlkit.variants.options import VariantOptions
 
 
 @dataclass
@@ -184,13 +186,11 @@ class EpisodeAdapter:
 
     record_type = Trajectory
 
-    def __init__(self, num_envs: int, samples: int, gamma: float, lam: float, clip_coef: float,
-                 rng: np.random.Generator, model: torch.nn.Module, device: torch.device,
-                 recompute_values: bool = False, plus_threshold: float | None = None, sampling: str = "paper") -> None:
+    def __init__(self, num_envs: int, options: VariantOptions, gamma: float, lam: float, clip_coef: float,
+                 rng: np.random.Generator, model: torch.nn.Module, device: torch.device) -> None:
         self.assembler = TrajectoryAssembler(num_envs)
-        self.samples, self.gamma, self.lam, self.clip_coef = samples, gamma, lam, clip_coef
+        self.options, self.gamma, self.lam, self.clip_coef = options, gamma, lam, clip_coef
         self.rng, self.model, self.device = rng, model, device
-        self.recompute_values, self.plus_threshold, self.sampling = recompute_values, plus_threshold, sampling
 
     def split(self, rollout: Rollout, update: int) -> list[Trajectory]:
         return self.assembler.add_rollout(rollout.buffer, update)
@@ -200,16 +200,19 @@ class EpisodeAdapter:
 
     @torch.no_grad()
     def batches(self, chosen: list[Trajectory], update: int) -> tuple[HybridBatches, dict[str, float]]:
+        opt = self.options
         chosen = [_to(t, self.device) for t in chosen]
-        value_fn = self.model.value if self.recompute_values else None
-        hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, self.samples, self.rng, value_fn,
-                                                self.plus_threshold, self.sampling)
+        if opt.hp3o_timeouts_terminal:  # the authors' code ends every episode without a bootstrap
+            chosen = [dataclasses.replace(t, terminated=True, truncated=False) for t in chosen]
+        value_fn = self.model.value if opt.hp3o_recompute_values else None
+        hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, opt.hp3o_samples, self.rng, value_fn,
+                                                opt.hp3o_threshold if opt.hp3o_plus else None, opt.hp3o_sampling)
         pooled = hybrid.pooled
         log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
         ratio = log_ratio.exp()
         stats = {"hp3o/replay_ratio_mean": float(ratio.mean()),
                  "hp3o/replay_clipfrac": float(((ratio - 1).abs() > self.clip_coef).float().mean())}
-        if self.plus_threshold is not None:
+        if opt.hp3o_plus:
             stats["hp3o/baseline_replaced_frac"] = replaced
         return hybrid, stats
 

@@ -50,6 +50,9 @@ class VariantOptions:
     """Transitions per epoch: paper = min(hp3o_samples / k, L) of each trajectory without replacement
     (the authors' code); topup = exactly hp3o_samples, with replacement from short trajectories
     (rlkit before 0.2)."""
+    hp3o_timeouts_terminal: bool = False
+    """Treat time-outs as terminal in HP3O's advantages, as the authors' code does (default: a
+    time-out bootstraps from V(final observation), the correct treatment)."""
     hp3o_recompute_values: bool = False
     """Recompute values of replayed states with the current critic (default: stored values)."""
     hp3o_plus: bool = False

@@ -183,3 +183,30 @@ def test_paper_sampling_takes_each_trajectory_without_replacement_up_to_its_shar
     topup = HybridBatches(pooled, [(0, 3), (3, 13)], samples=12, rng=rng, sampling="topup")
     picked = topup.epoch_batch().obs[:, 0].long().tolist()
     assert len(picked) == 12 and len(set(picked[:6])) <= 3  # the short trajectory is drawn with repeats
+
+
+def test_timeouts_can_be_terminal_as_in_the_authors_code():
+    from rlkit.variants.hp3o_episodes import EpisodeAdapter
+
+    class Critic(torch.nn.Module):
+        head = rlkit.CategoricalHead(2)
+
+        def forward(self, obs):
+            return torch.zeros(obs.shape[0], 2), torch.zeros(obs.shape[0])
+
+    t = traj(0, length=2, terminated=False, final_value=10.0, rewards=torch.zeros(2))
+    advantages = {}
+    for terminal in (False, True):
+        options = rlkit.VariantOptions(hp3o=True, hp3o_timeouts_terminal=terminal, hp3o_buffer_size=2,
+                                       hp3o_trajectories=1, hp3o_samples=2)
+        adapter = EpisodeAdapter(1, options, 0.5, 1.0, 0.2, np.random.default_rng(0), Critic(), torch.device("cpu"))
+        advantages[terminal] = adapter.batches([t], 0)[0].pooled.advantages
+    torch.testing.assert_close(advantages[False], torch.tensor([2.5, 5.0]))  # bootstraps gamma * V(final)
+    torch.testing.assert_close(advantages[True], torch.zeros(2))
+
+
+def test_paper_presets_carry_the_authors_settings():
+    cfg = rlkit.preset("cartpole", "hp3o-plus-paper")
+    assert (cfg.gae_lambda, cfg.ent_coef, cfg.max_grad_norm, cfg.learning_rate, cfg.hidden_sizes) == \
+        (0.92, 4e-4, 0.8, 5e-4, (128, 128))
+    assert cfg.hp3o_plus and cfg.hp3o_timeouts_terminal and cfg.hp3o_sampling == "paper" and cfg.minibatch_size == 128
