@@ -110,7 +110,9 @@ class RolloutBuffer:
 
 
 class FullBatch:
-    """Plain PPO's batch source: every epoch runs over the whole rollout."""
+    """Plain PPO's batch source: every epoch runs over the whole rollout, in shuffled minibatches."""
+
+    shuffle = True
 
     def __init__(self, batch: Batch) -> None:
         self.pooled = batch
@@ -119,8 +121,9 @@ class FullBatch:
         return self.pooled
 
 
-def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Generator) -> Iterator[Batch]:
-    """One epoch of shuffled minibatches.
+def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Generator,
+                        shuffle: bool = True) -> Iterator[Batch]:
+    """One epoch of minibatches: shuffled, or (``shuffle=False``) contiguous chunks in batch order.
 
     The fields are packed into one float matrix so an epoch costs a single gather; each
     minibatch is a set of views. Integer actions round-trip exactly through float32.
@@ -130,8 +133,7 @@ def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Gen
     cols = [batch.obs, batch.actions.reshape(b, -1).float(),
             batch.log_probs[:, None], batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]]
     packed = torch.cat(cols, dim=1)
-    perm = torch.randperm(b, generator=generator).to(packed.device)
-    shuffled = packed.index_select(0, perm)
+    shuffled = packed.index_select(0, torch.randperm(b, generator=generator).to(packed.device)) if shuffle else packed
     d, a = batch.obs.shape[1], cols[1].shape[1]
     num_minibatches = min(num_minibatches, b)  # a smaller batch (HP3O's paper sampling) still splits
     size = b // num_minibatches

@@ -189,7 +189,7 @@ class PPOTrainer:
 
         def epoch_minibatches() -> Iterator[Batch]:
             batch = Batch(*(x.to(device) for x in source.epoch_batch()))
-            return iterate_minibatches(batch, self.cfg.num_minibatches, self.generator)
+            return iterate_minibatches(batch, self.cfg.num_minibatches, self.generator, source.shuffle)
 
         def forward(mb: Batch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
             return (*model.forward(mb.obs), mb)  # no module hooks: ~5 us less per minibatch

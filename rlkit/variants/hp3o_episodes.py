@@ -117,6 +117,8 @@ class HybridBatches:
     samples: int
     rng: np.random.Generator
     sampling: str = "paper"
+    shuffle: bool = True
+    """Shuffled minibatches, or contiguous chunks (trajectory by trajectory, as the authors' code)."""
 
     def epoch_batch(self) -> Batch:
         k = len(self.segments)
@@ -207,6 +209,7 @@ class EpisodeAdapter:
         value_fn = self.model.value if opt.hp3o_recompute_values else None
         hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, opt.hp3o_samples, self.rng, value_fn,
                                                 opt.hp3o_threshold if opt.hp3o_plus else None, opt.hp3o_sampling)
+        hybrid.shuffle = not opt.hp3o_contiguous_minibatches
         pooled = hybrid.pooled
         log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
         ratio = log_ratio.exp()

@@ -143,3 +143,14 @@ def test_acting_without_values_samples_the_same_and_rollout_values_match_per_ste
         per_step.append(full.values)
     buf.set_values(actor.value)
     np.testing.assert_allclose(buf.np["values"], np.stack(per_step), atol=1e-6)
+
+
+def test_contiguous_minibatches_keep_batch_order():
+    n = 12
+    batch = Batch(torch.arange(n, dtype=torch.float32)[:, None], torch.zeros(n, dtype=torch.int64), torch.zeros(n),
+                  torch.zeros(n), torch.zeros(n), torch.zeros(n))
+    chunks = [mb.obs[:, 0].tolist() for mb in iterate_minibatches(batch, 3, torch.Generator().manual_seed(0),
+                                                                   shuffle=False)]
+    assert chunks == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    shuffled = [mb.obs[:, 0].tolist() for mb in iterate_minibatches(batch, 3, torch.Generator().manual_seed(0))]
+    assert sorted(sum(shuffled, [])) == list(range(n)) and shuffled != chunks

@@ -210,3 +210,4 @@ def test_paper_presets_carry_the_authors_settings():
     assert (cfg.gae_lambda, cfg.ent_coef, cfg.max_grad_norm, cfg.learning_rate, cfg.hidden_sizes) == \
         (0.92, 4e-4, 0.8, 5e-4, (128, 128))
     assert cfg.hp3o_plus and cfg.hp3o_timeouts_terminal and cfg.hp3o_sampling == "paper" and cfg.minibatch_size == 128
+    assert cfg.hp3o_contiguous_minibatches
