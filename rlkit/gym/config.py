@@ -178,7 +178,8 @@ _HP3O_PAPER = dict(hp3o=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_sam
                    hp3o_contiguous_minibatches=True, gamma=0.99, gae_lambda=0.92,
                    clip_coef=0.2, clip_vloss=True, ent_coef=4e-4, max_grad_norm=0.8, learning_rate=5e-4,
                    hidden_sizes=(128, 128))
-PRESETS.update({"hp3o-paper": _HP3O_PAPER, "hp3o-plus-paper": {**_HP3O_PAPER, "hp3o_plus": True}})
+PRESETS.update({"hp3o-paper": _HP3O_PAPER,
+                "hp3o-plus-paper": {**_HP3O_PAPER, "hp3o_plus": True, "hp3o_plus_form": "td"}})
 
 
 ENV_PRESETS = ("cartpole", "mujoco")

@@ -156,10 +156,14 @@ def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_va
 
 def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samples: int, rng: np.random.Generator,
                          value_fn: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                         plus_threshold: float | None = None, sampling: str = "paper") -> tuple[HybridBatches, float]:
+                         plus_threshold: float | None = None, sampling: str = "paper",
+                         plus_form: str = "baseline") -> tuple[HybridBatches, float]:
     """Advantages for ``trajs`` (best first) and the per-epoch sampler. With ``value_fn`` the
-    current critic recomputes values; with ``plus_threshold`` HP3O+ baselines apply.
-    Returns the sampler and the fraction of non-best states whose baseline HP3O+ replaced."""
+    current critic recomputes values; with ``plus_threshold`` HP3O+ applies to non-best
+    trajectories: ``plus_form="baseline"`` replaces the baseline at each step (``A = R - V'``,
+    value targets unchanged); ``"td"`` (the authors' code) puts ``V'`` into every TD error of the
+    trajectory's GAE and makes ``A' + V'`` the value targets. Returns the sampler and the fraction
+    of non-best states whose value HP3O+ replaced."""
     if value_fn is None:
         values = [t.values.float() for t in trajs]
         final_values = [t.final_value for t in trajs]
@@ -173,7 +177,10 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
             baseline = hp3o_plus_baseline(traj.obs, values[j], trajs[0].obs, values[0], plus_threshold)
             replaced += int((baseline != values[j]).sum())
             total += len(traj)
-            advantages = returns - baseline
+            if plus_form == "td":
+                ((advantages, returns),) = trajectory_gae([traj], [baseline], [final_values[j]], gamma, lam)
+            else:
+                advantages = returns - baseline
         parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values[j]))
         segments.append((offset, offset + len(traj)))
         offset += len(traj)
@@ -208,7 +215,8 @@ class EpisodeAdapter:
             chosen = [dataclasses.replace(t, terminated=True, truncated=False) for t in chosen]
         value_fn = self.model.value if opt.hp3o_recompute_values else None
         hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, opt.hp3o_samples, self.rng, value_fn,
-                                                opt.hp3o_threshold if opt.hp3o_plus else None, opt.hp3o_sampling)
+                                                opt.hp3o_threshold if opt.hp3o_plus else None, opt.hp3o_sampling,
+                                                opt.hp3o_plus_form)
         hybrid.shuffle = not opt.hp3o_contiguous_minibatches
         pooled = hybrid.pooled
         log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs

@@ -60,6 +60,9 @@ class VariantOptions:
     """Recompute values of replayed states with the current critic (default: stored values)."""
     hp3o_plus: bool = False
     """HP3O+: raise a non-best state's baseline to the best trajectory's value at its nearest state."""
+    hp3o_plus_form: Literal["baseline", "td"] = "baseline"
+    """HP3O+: replace the baseline at each step (value targets unchanged), or put the best
+    trajectory's value into every TD error and make A' + V' the value targets (the authors' code)."""
     hp3o_threshold: float = 0.5
     """HP3O+ distance threshold (Euclidean, in the policy's normalized observation space)."""
 
@@ -95,6 +98,8 @@ class VariantOptions:
             raise ConfigError(f"hp3o_threshold must be > 0, got {self.hp3o_threshold!r}")
         if self.hp3o_sampling not in ("paper", "topup"):
             raise ConfigError(f"hp3o_sampling must be paper or topup, got {self.hp3o_sampling!r}")
+        if self.hp3o_plus_form not in ("baseline", "td"):
+            raise ConfigError(f"hp3o_plus_form must be baseline or td, got {self.hp3o_plus_form!r}")
         if self.hp3o_plus and not self.hp3o:
             raise ConfigError("hp3o_plus needs hp3o")
 

@@ -211,3 +211,23 @@ def test_paper_presets_carry_the_authors_settings():
         (0.92, 4e-4, 0.8, 5e-4, (128, 128))
     assert cfg.hp3o_plus and cfg.hp3o_timeouts_terminal and cfg.hp3o_sampling == "paper" and cfg.minibatch_size == 128
     assert cfg.hp3o_contiguous_minibatches
+
+
+def test_hp3o_plus_two_estimators_by_hand():
+    """Non-best trajectory: 3 steps, reward 1 each, own values 0, terminated; the best trajectory
+    has the same states valued 5 (within the threshold), so V' = 5 everywhere. gamma 1, lambda 0."""
+    rewards, obs = torch.ones(3), torch.tensor([[0.0], [1.0], [2.0]])
+    best = traj(10, length=3, values=torch.full((3,), 5.0), obs=obs)
+    other = traj(3, length=3, values=torch.zeros(3), obs=obs, rewards=rewards, terminated=True)
+    out = {}
+    for form in ("baseline", "td"):
+        hybrid, frac = build_hybrid_batches([best, other], 1.0, 0.0, samples=6, rng=np.random.default_rng(0),
+                                            plus_threshold=0.5, plus_form=form)
+        out[form] = (hybrid.pooled.advantages[3:], hybrid.pooled.returns[3:])
+        assert frac == 1.0
+    # baseline: returns from own values (delta = 1 each), advantages = returns - 5, targets unchanged
+    torch.testing.assert_close(out["baseline"][0], torch.tensor([-4.0, -4.0, -4.0]))
+    torch.testing.assert_close(out["baseline"][1], torch.tensor([1.0, 1.0, 1.0]))
+    # td: delta' = r + V'(s') - V'(s) = 1, 1, 1 + 0 - 5; targets A' + V'
+    torch.testing.assert_close(out["td"][0], torch.tensor([1.0, 1.0, -4.0]))
+    torch.testing.assert_close(out["td"][1], torch.tensor([6.0, 6.0, 1.0]))
