@@ -103,12 +103,21 @@ def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
     return train(TrainConfig.from_dict(cfg)).to_json()
 
 
-def _init_worker() -> None:
-    """Pool workers: one torch thread, die with the sweep (so a re-run never races an orphan),
-    leave SIGINT to the sweep process."""
+def _one_thread() -> None:
+    """One torch thread and one BLAS thread per run: runs side by side on the cores. (Measured: two
+    CartPole runs at once with numpy's default OpenBLAS threads took 4.45 s each against 1.99 s alone;
+    with one BLAS thread each, 1.99 s.)"""
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)
+    threadpool_limits(1)
+
+
+def _init_worker() -> None:
+    """Pool workers: one thread (see :func:`_one_thread`), die with the sweep (so a re-run never
+    races an orphan), leave SIGINT to the sweep process."""
+    _one_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
@@ -150,9 +159,7 @@ def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | N
 
 
 def _ray_execute(run: dict[str, Any], sweep_dir: str) -> Outcome:
-    import torch
-
-    torch.set_num_threads(1)
+    _one_thread()
     return execute(RunSpec(**run), sweep_dir)
 
 
