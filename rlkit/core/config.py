@@ -199,3 +199,50 @@ def composed_from_dict(cls: type[C], data: dict[str, Any]) -> C:
     with deferred_validation():
         base = cls(**kwargs)
     return composed_replace(base, {k: v for k, v in data.items() if names[k] is not None})
+
+
+class ComposedConfig:
+    """What every trainer config shares: composed ``ppo`` and ``variants`` read, override and
+    serialize as flat fields, validation on construction, the run checks (run name, seed,
+    device) and the variant's short name. A config adds its own fields and ``validate_own``."""
+
+    def __post_init__(self) -> None:
+        if validation_enabled():
+            self.validate()
+
+    def __getattr__(self, name: str) -> Any:
+        return composed_getattr(self, name)
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` (one line, naming the field) on any malformed value."""
+        from rlkit.core.device import check_device
+        from rlkit.io.checkpoint import check_run_name
+
+        self.ppo.validate()  # type: ignore[attr-defined]
+        self.variants.validate()  # type: ignore[attr-defined]
+        if self.run_name is not None:  # type: ignore[attr-defined]
+            check_run_name(self.run_name)  # type: ignore[attr-defined]
+        require_seed(self.seed)  # type: ignore[attr-defined]
+        check_device(self.device)  # type: ignore[attr-defined]
+        self.validate_own()
+
+    def validate_own(self) -> None:
+        """The config's own checks."""
+
+    @property
+    def variant(self) -> str:
+        """The variant's short name (``ppo``, ``outer-lr1.5``, ``hp3o+``, ...)."""
+        return self.variants.name  # type: ignore[attr-defined]
+
+    def replace(self: C, **overrides: object) -> C:
+        """A copy with some (flat) fields changed, validated again."""
+        return composed_replace(self, overrides)
+
+    def to_dict(self) -> dict[str, object]:
+        """The flat record written to ``config.json`` and checkpoints."""
+        return composed_to_dict(self)
+
+    @classmethod
+    def from_dict(cls: type[C], data: dict[str, object]) -> C:
+        """Inverse of :meth:`to_dict` (JSON lists back to tuples); unknown fields are an error."""
+        return composed_from_dict(cls, data)

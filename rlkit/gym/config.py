@@ -10,14 +10,9 @@ Validation raises :class:`rlkit.errors.ConfigError`, a one-line error.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from rlkit.core.config import (PPOConfig, composed_from_dict, composed_getattr, composed_replace, composed_to_dict,
-                               deferred_validation, flat_init, require_positive_int, require_seed,
-                               validation_enabled)
-from rlkit.core.device import check_device
+from rlkit.core.config import ComposedConfig, PPOConfig, deferred_validation, flat_init, require_positive_int
 from rlkit.errors import ConfigError
-from rlkit.io.checkpoint import check_run_name
 from rlkit.variants.options import VariantOptions
 
 __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
@@ -25,7 +20,7 @@ __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "pres
 
 @flat_init
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(ComposedConfig):
     """PPO on a vectorized Gymnasium environment."""
 
     env: str = "CartPole-v1"
@@ -73,21 +68,7 @@ class TrainConfig:
     progress: bool = True
     """Show a progress bar when stderr is a terminal."""
 
-    def __post_init__(self) -> None:
-        if validation_enabled():
-            self.validate()
-
-    def __getattr__(self, name: str) -> Any:
-        return composed_getattr(self, name)
-
-    def validate(self) -> None:
-        """Raise :class:`ConfigError` (one line, naming the field) on any malformed value."""
-        self.ppo.validate()
-        self.variants.validate()
-        if self.run_name is not None:
-            check_run_name(self.run_name)
-        require_seed(self.seed)
-        check_device(self.device)
+    def validate_own(self) -> None:
         for name in ("total_steps", "num_envs", "num_steps", "checkpoint_every", "torch_threads"):
             require_positive_int(self, name)
         for name in ("eval_episodes", "eval_every", "eval_max_steps"):
@@ -102,11 +83,6 @@ class TrainConfig:
                               f"({self.batch_size} steps)")
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
-
-    @property
-    def variant(self) -> str:
-        """The variant's short name (``ppo``, ``outer-lr1.5``, ``hp3o+``, ...)."""
-        return self.variants.name
 
     @property
     def batch_size(self) -> int:
@@ -129,18 +105,6 @@ class TrainConfig:
     @property
     def checkpoint_every_updates(self) -> int:
         return max(1, self.checkpoint_every // self.batch_size)
-
-    def replace(self, **overrides: object) -> "TrainConfig":
-        """A copy with some (flat) fields changed, validated again."""
-        return composed_replace(self, overrides)
-
-    def to_dict(self) -> dict[str, object]:
-        """The flat record written to ``config.json`` and checkpoints."""
-        return composed_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, object]) -> "TrainConfig":
-        return composed_from_dict(cls, data)
 
 
 PRESETS: dict[str, dict[str, object]] = {

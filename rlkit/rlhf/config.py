@@ -9,14 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from rlkit.core.config import (PPOConfig, composed_from_dict, composed_getattr, composed_replace, composed_to_dict,
-                               flat_init, require_positive_int, require_seed,
-                               validation_enabled)
-from rlkit.core.device import check_device
+from rlkit.core.config import ComposedConfig, PPOConfig, flat_init, require_positive_int
 from rlkit.errors import ConfigError
-from rlkit.io.checkpoint import check_run_name
 from rlkit.variants.options import VariantOptions
 
 
@@ -28,7 +24,7 @@ def rlhf_ppo_defaults() -> PPOConfig:
 
 @flat_init
 @dataclass(frozen=True)
-class RLHFConfig:
+class RLHFConfig(ComposedConfig):
     """PPO on the token-level LLM environment: the same PPO core, one token per step."""
 
     policy: str = ""
@@ -89,21 +85,7 @@ class RLHFConfig:
     resume: str | None = None
     """Continue a run from its directory or a checkpoint; the rest of the run is as if uninterrupted."""
 
-    def __post_init__(self) -> None:
-        if validation_enabled():
-            self.validate()
-
-    def __getattr__(self, name: str) -> Any:
-        return composed_getattr(self, name)
-
-    def validate(self) -> None:
-        """Raise :class:`ConfigError` (one line) on a malformed value."""
-        self.ppo.validate()
-        self.variants.validate()
-        if self.run_name is not None:
-            check_run_name(self.run_name)
-        require_seed(self.seed)
-        check_device(self.device)
+    def validate_own(self) -> None:
         for name in ("num_envs", "max_new_tokens", "iterations", "kl_horizon", "torch_threads"):
             require_positive_int(self, name)
         if not (math.isfinite(self.temperature) and self.temperature > 0):
@@ -124,21 +106,3 @@ class RLHFConfig:
                               f"{self.hp3o_trajectories} (HP3O batches are whole sequences here)")
         if self.hp3o_plus:
             raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
-
-    @property
-    def variant(self) -> str:
-        """The variant's short name (``ppo``, ``outer-lr1.5``, ``hp3o``, ...)."""
-        return self.variants.name
-
-    def replace(self, **overrides: object) -> "RLHFConfig":
-        """A validated copy with some (flat) fields changed."""
-        return composed_replace(self, overrides)
-
-    def to_dict(self) -> dict[str, object]:
-        """The flat record written to ``config.json`` and checkpoints."""
-        return composed_to_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, object]) -> "RLHFConfig":
-        """Inverse of :meth:`to_dict` (JSON lists back to tuples); unknown fields are an error."""
-        return composed_from_dict(cls, data)

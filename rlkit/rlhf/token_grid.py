@@ -16,7 +16,7 @@ import torch
 
 from rlkit.core.buffer import Batch
 from rlkit.core.gae import compute_gae
-from rlkit.variants.base import VariantState
+from rlkit.variants.base import Stateless
 
 
 @dataclass
@@ -85,22 +85,13 @@ class LMRollout(NamedTuple):
     """``[T, N]`` the env's own rewards (score and missing-EOS penalty, no KL shaping)."""
 
 
-class FreshGrid:
+class FreshGrid(Stateless):
     """Plain PPO's batch source on the LLM env: the epochs train on the latest grid."""
 
     name = "rollout"
 
     def batches(self, rollout: LMRollout, update: int) -> tuple[TokenGrid, dict[str, float]]:
         return rollout.grid, {}
-
-    def reset(self) -> None:
-        pass
-
-    def state(self) -> VariantState:
-        return VariantState({}, None)
-
-    def load_state(self, state: VariantState) -> None:
-        pass
 
 
 @dataclass

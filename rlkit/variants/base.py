@@ -67,6 +67,19 @@ class BatchSource(Protocol, Generic[R, B]):
     def load_state(self, state: VariantState) -> None: ...
 
 
+class Stateless:
+    """For a batch source with nothing to reset or checkpoint (plain PPO's fresh rollouts)."""
+
+    def reset(self) -> None:
+        pass
+
+    def state(self) -> VariantState:
+        return VariantState({}, None)
+
+    def load_state(self, state: VariantState) -> None:
+        pass
+
+
 HookFactory = Callable[[VariantOptions, FlatParameters], "UpdateHook | None"]
 _HOOKS: dict[str, HookFactory] = {}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rlkit.core.buffer import FullBatch, Rollout
-from rlkit.variants.base import VariantState
+from rlkit.variants.base import Stateless
 
 
-class FreshRollout:
+class FreshRollout(Stateless):
     """:class:`rlkit.variants.base.BatchSource` of plain PPO on a :class:`Rollout`."""
 
     name = "rollout"
@@ -16,12 +16,3 @@ class FreshRollout:
 
     def batches(self, rollout: Rollout, update: int) -> tuple[FullBatch, dict[str, float]]:
         return FullBatch(rollout.buffer.compute_batch(rollout.last_values, self.gamma, self.lam)), {}
-
-    def reset(self) -> None:
-        pass
-
-    def state(self) -> VariantState:
-        return VariantState({}, None)
-
-    def load_state(self, state: VariantState) -> None:
-        pass
