@@ -41,7 +41,7 @@ def main() -> None:
         files.setdefault(name, [0, 0])[0] += 1
         files[name][1] += c in failed
     lines = [f"\n### Robustness (hostile input, interrupts, damaged files) — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python benchmarks/robustness.py`  ",
+             "Command: `python benchmarks/robustness.py`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}; {seconds:.0f} s\n",
              "| group | cases | as promised | defects |", "|---|---|---|---|"]

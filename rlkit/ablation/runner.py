@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
-from rlkit.ablation.spec import RunSpec, SweepSpec
+from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 
 Outcome = dict[str, Any]

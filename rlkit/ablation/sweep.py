@@ -26,10 +26,9 @@ class SweepSummary:
         return dict(self.__dict__)
 
 
-def plan(spec_path: str, out: str | None = None, budget: str | None = None, retry_failed: bool = False
+def plan(spec_path: str, out: str | None = None, budget: str | None = None
          ) -> tuple[object, Path, list[tuple[object, str]]]:
-    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``,
-    ``new``), and whether this call would run it."""
+    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``, ``new``)."""
     spec = load_spec(spec_path, budget)
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     states = [(run, run_state(sweep_dir, run)) for run in spec.runs]
@@ -45,7 +44,7 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
     workers = workers or min(len(os_cpus()), 64)
     if workers <= 0:
         raise ConfigError(f"--workers must be positive, got {workers}")
-    spec, sweep_dir, states = plan(spec_path, out, budget, retry_failed)
+    spec, sweep_dir, states = plan(spec_path, out, budget)
     claim_sweep_dir(sweep_dir, spec, budget)  # type: ignore[arg-type]
     todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
     bar = Progress(len(todo), spec.name, progress and sys.stderr.isatty())  # type: ignore[attr-defined]

@@ -79,9 +79,6 @@ def _reference_loss(head, params, new_values, mb, clip_coef, clip_vloss, ent_coe
 def test_ppo_loss_value_and_gradient_match_an_autograd_reference(loss_fn, dtype, discrete, clip_vloss, norm_adv):
     """float32 with values of a realistic scale matters: there ``old + (V - old)`` rounds away from
     ``V`` inside the clip range, and the clipped value branch must keep its gradient."""
-    import gymnasium as gym
-
-
     g = torch.Generator().manual_seed(3)
     n = 256
     head = make_head(gym.spaces.Discrete(5) if discrete else gym.spaces.Box(-1, 1, (3,)))
@@ -127,8 +124,6 @@ def test_ppo_loss_value_and_gradient_match_an_autograd_reference(loss_fn, dtype,
 def test_fused_actor_critic_matches_module_autograd(discrete, dtype, hidden):
     """The single-node forward/backward of rlkit.fast.mlp equals autograd through the modules
     (float32 takes the numpy-tanh path, float64 torch.tanh)."""
-    import gymnasium as gym
-
     from rlkit.core.loss import ppo_loss
     from rlkit.gym.policies import MLPActorCritic
 
