@@ -123,7 +123,7 @@ class PPOTrainer:
             return FreshRollout(cfg.gamma, cfg.gae_lambda)
         adapter = EpisodeAdapter(cfg.num_envs, cfg.variants, cfg.gamma, cfg.gae_lambda, cfg.clip_coef, self.rng,
                                  self.model, self.device)
-        return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng)
+        return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng, cfg.hp3o_redraw_each_epoch)
 
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:

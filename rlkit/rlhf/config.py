@@ -106,3 +106,5 @@ class RLHFConfig(ComposedConfig):
                               f"{self.hp3o_trajectories} (HP3O batches are whole sequences here)")
         if self.hp3o_plus:
             raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
+        if self.hp3o_redraw_each_epoch:
+            raise ConfigError("hp3o_redraw_each_epoch is offered by the Gymnasium trainer only")

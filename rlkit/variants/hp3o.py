@@ -88,8 +88,11 @@ class HP3O(Generic[R, T, S]):
 
     name = "hp3o"
 
-    def __init__(self, adapter: TrajectoryAdapter[R, T, S], capacity: int, k: int, rng: np.random.Generator) -> None:
-        self.adapter, self.k, self.rng = adapter, k, rng
+    def __init__(self, adapter: TrajectoryAdapter[R, T, S], capacity: int, k: int, rng: np.random.Generator,
+                 redraw_each_epoch: bool = False) -> None:
+        """``redraw_each_epoch``: hand the adapter every stored trajectory (best first) so it can
+        draw the k for each epoch, as the authors' code does; otherwise k are drawn per update."""
+        self.adapter, self.k, self.rng, self.redraw = adapter, k, rng, redraw_each_epoch
         self.buffer: TrajectoryBuffer[T] = TrajectoryBuffer(capacity)
 
     def batches(self, rollout: R, update: int) -> tuple[S | None, dict[str, float]]:
@@ -99,7 +102,8 @@ class HP3O(Generic[R, T, S]):
         stats = {"hp3o/buffer_fill": float(len(self.buffer))}
         if not len(self.buffer):
             return None, stats
-        chosen = [self.buffer.items[i] for i in self.buffer.sample(self.k, self.rng)]
+        k = len(self.buffer) if self.redraw else self.k
+        chosen = [self.buffer.items[i] for i in self.buffer.sample(k, self.rng)]
         source, extra = self.adapter.batches(chosen, update)
         stats.update({
             "hp3o/best_return": float(chosen[0].episode_return),  # type: ignore[attr-defined]

@@ -119,16 +119,23 @@ class HybridBatches:
     sampling: str = "paper"
     shuffle: bool = True
     """Shuffled minibatches, or contiguous chunks (trajectory by trajectory, as the authors' code)."""
+    redraw_k: int = 0
+    """With k > 0: every epoch uses the best trajectory (the first segment) plus k - 1 others drawn
+    uniformly without replacement from the rest (the authors' code); 0: every segment, every epoch."""
 
     def epoch_batch(self) -> Batch:
-        k = len(self.segments)
+        segments = self.segments
+        if self.redraw_k and len(segments) > self.redraw_k:
+            others = self.rng.choice(len(segments) - 1, size=self.redraw_k - 1, replace=False)
+            segments = [segments[0]] + [segments[1 + int(i)] for i in others]
+        k = len(segments)
         if self.sampling == "paper":
             picks = [start + self.rng.choice(stop - start, size=min(self.samples // k, stop - start), replace=False)
-                     for start, stop in self.segments]
+                     for start, stop in segments]
         else:
             shares = [self.samples // k + (1 if i < self.samples % k else 0) for i in range(k)]
             picks = [start + self.rng.choice(stop - start, size=share, replace=stop - start < share)
-                     for (start, stop), share in zip(self.segments, shares)]
+                     for (start, stop), share in zip(segments, shares)]
         index = torch.from_numpy(np.concatenate(picks)).to(self.pooled.obs.device)
         return Batch(*(x.index_select(0, index) for x in self.pooled))
 
@@ -218,6 +225,7 @@ class EpisodeAdapter:
                                                 opt.hp3o_threshold if opt.hp3o_plus else None, opt.hp3o_sampling,
                                                 opt.hp3o_plus_form)
         hybrid.shuffle = not opt.hp3o_contiguous_minibatches
+        hybrid.redraw_k = opt.hp3o_trajectories if opt.hp3o_redraw_each_epoch else 0
         pooled = hybrid.pooled
         log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
         ratio = log_ratio.exp()

@@ -50,6 +50,9 @@ class VariantOptions:
     """Transitions per epoch: paper = min(hp3o_samples / k, L) of each trajectory without replacement
     (the authors' code); topup = exactly hp3o_samples, with replacement from short trajectories
     (rlkit before 0.2)."""
+    hp3o_redraw_each_epoch: bool = False
+    """Draw the best + k - 1 trajectories anew for every epoch (the authors' code) instead of once
+    per update (Gymnasium trainer only)."""
     hp3o_contiguous_minibatches: bool = False
     """Minibatches as contiguous chunks of the epoch's sample (trajectory by trajectory, so advantage
     normalization is roughly per trajectory), as the authors' code; default: shuffled."""

@@ -231,3 +231,44 @@ def test_hp3o_plus_two_estimators_by_hand():
     # td: delta' = r + V'(s') - V'(s) = 1, 1, 1 + 0 - 5; targets A' + V'
     torch.testing.assert_close(out["td"][0], torch.tensor([1.0, 1.0, -4.0]))
     torch.testing.assert_close(out["td"][1], torch.tensor([6.0, 6.0, 1.0]))
+
+
+def test_redrawing_each_epoch_keeps_the_best_and_varies_the_others():
+    from rlkit.core.buffer import Batch
+    from rlkit.variants.hp3o_episodes import HybridBatches
+
+    n = 5 * 4  # five trajectories of 4 steps, the best first
+    pooled = Batch(torch.arange(n, dtype=torch.float32)[:, None], torch.zeros(n, dtype=torch.int64), torch.zeros(n),
+                   torch.zeros(n), torch.zeros(n), torch.zeros(n))
+    segments = [(4 * i, 4 * i + 4) for i in range(5)]
+    hybrid = HybridBatches(pooled, segments, samples=8, rng=np.random.default_rng(0), redraw_k=2)
+    drawn = set()
+    for _ in range(30):
+        rows = hybrid.epoch_batch().obs[:, 0].long()
+        trajectories = sorted(set((rows // 4).tolist()))
+        assert len(trajectories) == 2 and trajectories[0] == 0 and len(rows) == 8  # best + one other, 4 steps each
+        drawn.add(trajectories[1])
+    assert drawn == {1, 2, 3, 4}  # the other trajectory changes from epoch to epoch
+
+
+def test_redraw_hands_every_stored_trajectory_to_the_adapter():
+    from rlkit.variants.hp3o import HP3O
+
+    class Adapter:
+        record_type = Trajectory
+
+        def __init__(self):
+            self.stored = [traj(r) for r in (1.0, 5.0, 3.0)]
+
+        def split(self, rollout, update):
+            out, self.stored = self.stored, []
+            return out
+
+        def batches(self, chosen, update):
+            return chosen, {}
+
+        def reset(self):
+            pass
+
+    chosen, stats = HP3O(Adapter(), 10, 2, np.random.default_rng(0), redraw_each_epoch=True).batches(None, 0)
+    assert [t.episode_return for t in chosen][0] == 5.0 and len(chosen) == 3 and stats["hp3o/sampled_trajectories"] == 3
