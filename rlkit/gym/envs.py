@@ -106,6 +106,8 @@ def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray
 
 def as_observation_array(obs: Any, env_id: str) -> np.ndarray:
     """Observations as a numeric array, or a one-line error naming what the env returned."""
+    if type(obs) is np.ndarray and obs.dtype.kind in "fiub":  # the usual case, checked per step
+        return obs
     if obs is None:
         raise EnvError(f"{env_id} returned None as an observation")
     array = np.asarray(obs)
