@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rlkit.ablation.spec import SweepSpec
+from rlkit.ablation.spec import SweepSpec, expand
 from rlkit.errors import ConfigError
 
 RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
@@ -48,14 +48,21 @@ def _versions() -> dict[str, str | None]:
 
 def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> None:
     """Create the sweep directory with its manifest, or check that an existing one holds the same
-    spec and budget (a different one is refused: nothing is overwritten)."""
+    spec and budget. A spec that keeps every run of the stored one unchanged and adds runs (more
+    variants, envs or seeds) extends the sweep: the manifest records the earlier spec. Anything
+    else is refused: nothing is overwritten."""
     identity = {"spec": spec.data, "budget": budget}
     manifest = sweep_dir / "manifest.json"
     if manifest.is_file():
         stored = json.loads(manifest.read_text())
-        if {"spec": stored.get("spec"), "budget": stored.get("budget")} != json.loads(json.dumps(identity)):
+        if {"spec": stored.get("spec"), "budget": stored.get("budget")} == json.loads(json.dumps(identity)):
+            return
+        if not _extends(stored, spec, budget):
             raise ConfigError(f"{sweep_dir} holds a sweep of a different spec or budget; resume it with the same "
-                              "spec, or choose another --out")
+                              "spec (or one that only adds variants, envs or seeds), or choose another --out")
+        earlier = stored.get("extended_from", []) + [{"spec": stored["spec"], "until": time.strftime("%Y-%m-%d %H:%M:%S")}]
+        stored.update(spec=json.loads(json.dumps(spec.data)), extended_from=earlier)
+        _write_atomic(manifest, json.dumps(stored, indent=1))
         return
     if sweep_dir.exists() and any(sweep_dir.iterdir()):
         raise ConfigError(f"{sweep_dir} exists and is not a sweep directory; choose another --out")
@@ -65,6 +72,25 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> Non
                                     "git_commit": _git_commit(), "python": platform.python_version(),
                                     "machine": f"{platform.node()} {platform.machine()}",
                                     "packages": _versions()}, indent=1))
+
+
+def _extends(stored: dict[str, Any], spec: SweepSpec, budget: str | None) -> bool:
+    """Whether ``spec`` keeps every run of the stored spec (same name, kind and config) and budget."""
+    if stored.get("budget") != budget or not isinstance(stored.get("spec"), dict):
+        return False
+    try:
+        before = expand(stored["spec"], "manifest.json", budget)
+    except ConfigError:
+        return False
+    now = {run.name: run for run in spec.runs}
+    return all(run.name in now and (now[run.name].kind, now[run.name].config) == (run.kind, run.config)
+               for run in before.runs)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:

@@ -4,6 +4,7 @@ failed runs, refusing another spec, and ``rlkit report`` on what finished."""
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,9 +83,33 @@ def test_the_same_command_again_runs_nothing_and_another_spec_is_refused(finishe
     before = (out / "results.csv").read_text()
     assert run_sweep(spec, str(out), workers=2, progress=False).ran == 0
     assert (out / "results.csv").read_text() == before
-    other = write_spec(tmp_path, SPEC.replace("seeds = 2", "seeds = 3"))
+    other = write_spec(tmp_path, SPEC.replace("total_steps = 1024", "total_steps = 2048"))
     with pytest.raises(ConfigError, match="different spec"):
         run_sweep(other, str(out), workers=2, progress=False)
+    fewer = write_spec(tmp_path, SPEC.replace("seeds = 2", "seeds = 1"))  # drops runs: not an extension
+    with pytest.raises(ConfigError, match="different spec"):
+        run_sweep(fewer, str(out), workers=2, progress=False)
+    assert (out / "results.csv").read_text() == before
+
+
+def test_a_spec_that_only_adds_runs_extends_the_sweep(finished, tmp_path):
+    """More seeds and a new variant: only the new runs run, the finished ones are kept as they are."""
+    out = tmp_path / "copy"
+    shutil.copytree(finished[1], out)
+    results = (out / "results.csv").read_text()
+    events = sorted((out / "runs").glob("*/events.out.tfevents.*"))
+    stamps = [p.stat().st_mtime_ns for p in events]
+    bigger = SPEC.replace("seeds = 2", "seeds = [1, 2, 3]").replace("[variants]", "[variants]\nhp3o = { presets = [\"hp3o\"], hp3o_samples = 260 }")
+    extended = write_spec(tmp_path, bigger)
+    outcome = run_sweep(extended, str(out), workers=2, progress=False)
+    assert outcome.ran == 4 + 3  # seed 3 of the four old variants, three seeds of the new one
+    assert [p.stat().st_mtime_ns for p in events] == stamps  # finished runs untouched
+    rows = list(csv.DictReader(open(out / "runs.csv")))
+    assert len(rows) == 15 and {r["status"] for r in rows} == {"done"}
+    old_rows = [line for line in results.splitlines()[1:]]
+    assert set(old_rows) <= set((out / "results.csv").read_text().splitlines())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["spec"]["seeds"] == [1, 2, 3] and manifest["extended_from"][0]["spec"]["seeds"] == 2
 
 
 def test_report_writes_statistics_and_figures(finished):
