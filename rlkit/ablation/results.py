@@ -47,22 +47,37 @@ def _versions() -> dict[str, str | None]:
 
 
 def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> None:
-    """Create the sweep directory with its manifest, or check that an existing one holds the same
-    spec and budget. A spec that keeps every run of the stored one unchanged and adds runs (more
-    variants, envs or seeds) extends the sweep: the manifest records the earlier spec. Anything
-    else is refused: nothing is overwritten."""
+    """Create the sweep directory with its manifest (the spec, and every run's full config), or
+    check that an existing one holds the same runs. A spec that keeps every stored run unchanged
+    and adds runs (more variants, envs or seeds) extends the sweep: the manifest records the earlier
+    spec. A run whose config would differ (another spec, or a preset redefined since the sweep
+    started) is refused: nothing is overwritten and no stale result is mixed in."""
     identity = {"spec": spec.data, "budget": budget}
+    runs = _json({run.name: [run.kind, run.config] for run in spec.runs})
     manifest = sweep_dir / "manifest.json"
     if manifest.is_file():
         stored = json.loads(manifest.read_text())
-        if {"spec": stored.get("spec"), "budget": stored.get("budget")} == json.loads(json.dumps(identity)):
-            return
-        if not _extends(stored, spec, budget):
+        if stored.get("budget") != budget:
+            raise ConfigError(f"{sweep_dir} holds a sweep of budget {stored.get('budget')!r}, not {budget!r}; "
+                              "choose another --out")
+        before = _stored_runs(stored)
+        same = {"spec": stored.get("spec"), "budget": stored.get("budget")} == _json(identity)
+        changed = sorted(name for name in before or {} if name in runs and runs[name] != before[name])  # type: ignore[index]
+        if changed:
+            why = ("a preset changed since the sweep started" if same else
+                   "a different spec; one that only adds variants, envs or seeds extends a sweep")
+            raise ConfigError(f"{sweep_dir}: run {changed[0]} would now run with another config "
+                              f"({_first_difference(before[changed[0]], runs[changed[0]])}: {why}); "  # type: ignore[index]
+                              "choose another --out")
+        if not same and (before is None or not set(before) <= set(runs)):
             raise ConfigError(f"{sweep_dir} holds a sweep of a different spec or budget; resume it with the same "
                               "spec (or one that only adds variants, envs or seeds), or choose another --out")
-        earlier = stored.get("extended_from", []) + [{"spec": stored["spec"], "until": time.strftime("%Y-%m-%d %H:%M:%S")}]
-        stored.update(spec=json.loads(json.dumps(spec.data)), extended_from=earlier)
-        _write_atomic(manifest, json.dumps(stored, indent=1))
+        if not same:
+            stored["extended_from"] = stored.get("extended_from", []) + [
+                {"spec": stored["spec"], "until": time.strftime("%Y-%m-%d %H:%M:%S")}]
+        if not same or "runs" not in stored:
+            stored.update(spec=_json(spec.data), runs=runs)
+            _write_atomic(manifest, json.dumps(stored, indent=1))
         return
     if sweep_dir.exists() and any(sweep_dir.iterdir()):
         raise ConfigError(f"{sweep_dir} exists and is not a sweep directory; choose another --out")
@@ -71,20 +86,30 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> Non
     manifest.write_text(json.dumps({**identity, "name": spec.name, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                                     "git_commit": _git_commit(), "python": platform.python_version(),
                                     "machine": f"{platform.node()} {platform.machine()}",
-                                    "packages": _versions()}, indent=1))
+                                    "packages": _versions(), "runs": runs}, indent=1))
 
 
-def _extends(stored: dict[str, Any], spec: SweepSpec, budget: str | None) -> bool:
-    """Whether ``spec`` keeps every run of the stored spec (same name, kind and config) and budget."""
-    if stored.get("budget") != budget or not isinstance(stored.get("spec"), dict):
-        return False
+def _json(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
+    """The stored runs' ``[kind, config]`` by name: from the manifest, or (manifests written before
+    it kept them) the stored spec expanded with today's presets; None if that fails."""
+    if isinstance(stored.get("runs"), dict):
+        return stored["runs"]
     try:
-        before = expand(stored["spec"], "manifest.json", budget)
-    except ConfigError:
-        return False
-    now = {run.name: run for run in spec.runs}
-    return all(run.name in now and (now[run.name].kind, now[run.name].config) == (run.kind, run.config)
-               for run in before.runs)
+        before = expand(stored["spec"], "manifest.json", stored.get("budget"))
+    except (ConfigError, KeyError, TypeError):
+        return None
+    return _json({run.name: [run.kind, run.config] for run in before.runs})
+
+
+def _first_difference(old: list[Any], new: list[Any]) -> str:
+    if old[0] != new[0]:
+        return f"kind {old[0]} -> {new[0]}"
+    key = next(k for k in sorted(set(old[1]) | set(new[1])) if old[1].get(k) != new[1].get(k))
+    return f"{key} {old[1].get(key)!r} -> {new[1].get(key)!r}"
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -33,6 +33,7 @@ from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import find_resume_point, run_dir_of, save_checkpoint
 from rlkit.io.logger import Logger
 from rlkit.variants import VARIANT_FIELDS, build_hooks, load_variant_states, save_variant_states
+from rlkit.variants.base import Passes
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o import HP3O
 from rlkit.variants.hp3o_episodes import EpisodeAdapter, HybridBatches
@@ -123,7 +124,8 @@ class PPOTrainer:
             return FreshRollout(cfg.gamma, cfg.gae_lambda)
         adapter = EpisodeAdapter(cfg.num_envs, cfg.variants, cfg.gamma, cfg.gae_lambda, cfg.clip_coef, self.rng,
                                  self.model, self.device)
-        return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng, cfg.hp3o_redraw_each_epoch)
+        return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng, cfg.hp3o_redraw_each_epoch,
+                    cfg.hp3o_schedule)
 
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:
@@ -175,11 +177,15 @@ class PPOTrainer:
         source, stats = self.source.batches(Rollout(self.buffer, last_values), self.updates_done)
         if source is None:  # e.g. HP3O before the first finished trajectory: nothing to learn from yet
             return stats
-        for hook in self.hooks:
-            hook.begin()
-        stats.update(self.optimize(source))
-        for hook in self.hooks:
-            stats.update(hook.end())
+        passes = []
+        for part in (source.sources if isinstance(source, Passes) else [source]):
+            for hook in self.hooks:
+                hook.begin()
+            part_stats = self.optimize(part)
+            for hook in self.hooks:
+                part_stats.update(hook.end())
+            passes.append(part_stats)
+        stats.update({key: float(np.mean([p[key] for p in passes])) for key in passes[0]})
         self.actor = self.model.snapshot()
         return stats
 

@@ -106,5 +106,6 @@ class RLHFConfig(ComposedConfig):
                               f"{self.hp3o_trajectories} (HP3O batches are whole sequences here)")
         if self.hp3o_plus:
             raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
-        if self.hp3o_redraw_each_epoch:
-            raise ConfigError("hp3o_redraw_each_epoch is offered by the Gymnasium trainer only")
+        if self.hp3o_redraw_each_epoch or self.hp3o_schedule != "rollout":
+            raise ConfigError("hp3o_redraw_each_epoch and hp3o_schedule=episode are offered by the Gymnasium "
+                              "trainer only")

@@ -49,11 +49,18 @@ class UpdateHook(Protocol):
     def load_state(self, state: VariantState) -> None: ...
 
 
+class Passes(NamedTuple):
+    """Several updates after one rollout (HP3O's per-episode schedule): each source is trained as
+    an update of its own (all epochs, the hooks around them)."""
+
+    sources: list[Any]
+
+
 class BatchSource(Protocol, Generic[R, B]):
     """What the inner epochs of an update train on, given the latest rollout ``R``.
 
     ``batches`` returns the epochs' batch source ``B`` (None: skip this update's epochs, e.g.
-    before HP3O has a finished trajectory) and scalars to log."""
+    before HP3O has a finished trajectory; :class:`Passes`: several updates) and scalars to log."""
 
     name: str
 

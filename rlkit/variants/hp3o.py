@@ -18,7 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 import torch
 
-from rlkit.variants.base import VariantState
+from rlkit.variants.base import Passes, VariantState
 
 T = TypeVar("T")
 R = TypeVar("R", contravariant=True)
@@ -89,29 +89,45 @@ class HP3O(Generic[R, T, S]):
     name = "hp3o"
 
     def __init__(self, adapter: TrajectoryAdapter[R, T, S], capacity: int, k: int, rng: np.random.Generator,
-                 redraw_each_epoch: bool = False) -> None:
+                 redraw_each_epoch: bool = False, schedule: str = "rollout") -> None:
         """``redraw_each_epoch``: hand the adapter every stored trajectory (best first) so it can
-        draw the k for each epoch, as the authors' code does; otherwise k are drawn per update."""
-        self.adapter, self.k, self.rng, self.redraw = adapter, k, rng, redraw_each_epoch
+        draw the k for each epoch, as the authors' code does; otherwise k are drawn per update.
+        ``schedule="episode"``: one update per finished episode once k trajectories are stored
+        (the authors' code), returned as :class:`Passes`; ``"rollout"``: one per rollout."""
+        self.adapter, self.k, self.rng, self.redraw, self.schedule = adapter, k, rng, redraw_each_epoch, schedule
         self.buffer: TrajectoryBuffer[T] = TrajectoryBuffer(capacity)
 
-    def batches(self, rollout: R, update: int) -> tuple[S | None, dict[str, float]]:
+    def batches(self, rollout: R, update: int) -> tuple[S | Passes | None, dict[str, float]]:
         """Store the rollout's finished trajectories; the hybrid batch of the best one plus k - 1
-        random others (None while the buffer is empty) and ``hp3o/`` diagnostics."""
-        self.buffer.add(self.adapter.split(rollout, update))
+        random others (None while there is nothing to learn from) and ``hp3o/`` diagnostics."""
+        before = len(self.buffer)
+        finished = self.adapter.split(rollout, update)
+        self.buffer.add(finished)
         stats = {"hp3o/buffer_fill": float(len(self.buffer))}
-        if not len(self.buffer):
+        if self.schedule == "episode":  # the authors' learn() after each episode once >= k are stored
+            capacity = self.buffer.items.maxlen or len(self.buffer)
+            passes = sum(min(before + i, capacity) >= self.k for i in range(1, len(finished) + 1))
+        else:
+            passes = 1 if len(self.buffer) else 0
+        stats["hp3o/updates"] = float(passes)
+        if not passes:
             return None, stats
         k = len(self.buffer) if self.redraw else self.k
-        chosen = [self.buffer.items[i] for i in self.buffer.sample(k, self.rng)]
-        source, extra = self.adapter.batches(chosen, update)
+        sources, extras = [], []
+        for _ in range(1 if self.redraw else passes):  # redrawn per epoch anyway: one source serves all
+            chosen = [self.buffer.items[i] for i in self.buffer.sample(k, self.rng)]
+            source, extra = self.adapter.batches(chosen, update)
+            sources.append(source)
+            extras.append(extra)
         stats.update({
             "hp3o/best_return": float(chosen[0].episode_return),  # type: ignore[attr-defined]
             "hp3o/sampled_age": float(np.mean([update - t.finished_update for t in chosen])),  # type: ignore[attr-defined]
             "hp3o/sampled_trajectories": float(len(chosen)),
-            **extra,
+            **{key: float(np.mean([e[key] for e in extras])) for key in extras[0]},
         })
-        return source, stats
+        if self.schedule == "rollout":
+            return sources[0], stats
+        return Passes(sources * passes if self.redraw else sources), stats
 
     def reset(self) -> None:
         self.adapter.reset()

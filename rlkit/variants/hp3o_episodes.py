@@ -141,11 +141,12 @@ class HybridBatches:
 
 
 def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_values: list[float], gamma: float,
-                   lam: float) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                   lam: float, current: list[torch.Tensor] | None = None) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(advantages ``[L_i]``, returns ``[L_i]``) per trajectory from one :func:`compute_gae` call on a
     ``[L_max, k]`` right-padded block: each column ends with done (and terminated unless the
     episode was truncated, which bootstraps from its final value); padding is terminated and done,
-    so it contributes nothing."""
+    so it contributes nothing. ``current`` (HP3O+'s TD form): the value of s_t in each TD error
+    r_t + gamma V(s_t+1) - current(s_t), while V(s_t+1) and the returns A + V keep ``values``."""
     k, length = len(trajs), max(len(t) for t in trajs)
     device = trajs[0].obs.device
     rewards, vals, next_vals = (torch.zeros(length, k, device=device) for _ in range(3))
@@ -153,12 +154,14 @@ def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_va
     done = torch.ones(length, k, dtype=torch.bool, device=device)
     for j, (traj, v, fv) in enumerate(zip(trajs, values, final_values)):
         n = len(traj)
-        rewards[:n, j], vals[:n, j] = traj.rewards, v
+        rewards[:n, j], vals[:n, j] = traj.rewards, (v if current is None else current[j])
         next_vals[:n - 1, j], next_vals[n - 1, j] = v[1:], (fv if traj.truncated else 0.0)
         term[:n - 1, j], term[n - 1, j] = False, traj.terminated
         done[:n - 1, j] = False
     gae = compute_gae(rewards, vals, next_vals, term, done, gamma, lam)
-    return [(gae.advantages[:len(t), j], gae.returns[:len(t), j]) for j, t in enumerate(trajs)]
+    if current is None:
+        return [(gae.advantages[:len(t), j], gae.returns[:len(t), j]) for j, t in enumerate(trajs)]
+    return [(gae.advantages[:len(t), j], gae.advantages[:len(t), j] + values[j]) for j, t in enumerate(trajs)]
 
 
 def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samples: int, rng: np.random.Generator,
@@ -168,8 +171,8 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
     """Advantages for ``trajs`` (best first) and the per-epoch sampler. With ``value_fn`` the
     current critic recomputes values; with ``plus_threshold`` HP3O+ applies to non-best
     trajectories: ``plus_form="baseline"`` replaces the baseline at each step (``A = R - V'``,
-    value targets unchanged); ``"td"`` (the authors' code) puts ``V'`` into every TD error of the
-    trajectory's GAE and makes ``A' + V'`` the value targets. Returns the sampler and the fraction
+    value targets unchanged); ``"td"`` (the authors' code) uses ``V'(s_t)`` for the current state in
+    every TD error, ``r_t + gamma V(s_t+1) - V'(s_t)``, and ``A' + V`` as the value targets. Returns the sampler and the fraction
     of non-best states whose value HP3O+ replaced."""
     if value_fn is None:
         values = [t.values.float() for t in trajs]
@@ -185,7 +188,8 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
             replaced += int((baseline != values[j]).sum())
             total += len(traj)
             if plus_form == "td":
-                ((advantages, returns),) = trajectory_gae([traj], [baseline], [final_values[j]], gamma, lam)
+                ((advantages, returns),) = trajectory_gae([traj], [values[j]], [final_values[j]], gamma, lam,
+                                                          current=[baseline])
             else:
                 advantages = returns - baseline
         parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values[j]))

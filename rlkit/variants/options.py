@@ -53,6 +53,11 @@ class VariantOptions:
     hp3o_redraw_each_epoch: bool = False
     """Draw the best + k - 1 trajectories anew for every epoch (the authors' code) instead of once
     per update (Gymnasium trainer only)."""
+    hp3o_schedule: Literal["rollout", "episode"] = "rollout"
+    """When HP3O updates: rollout = once per rollout, from the first finished trajectory on; episode =
+    once per episode finished in the rollout, once the buffer holds at least k trajectories (the
+    authors' code updates after every episode; here the updates run after the rollout). Gymnasium
+    trainer only."""
     hp3o_contiguous_minibatches: bool = False
     """Minibatches as contiguous chunks of the epoch's sample (trajectory by trajectory, so advantage
     normalization is roughly per trajectory), as the authors' code; default: shuffled."""
@@ -67,7 +72,9 @@ class VariantOptions:
     """HP3O+: replace the baseline at each step (value targets unchanged), or put the best
     trajectory's value into every TD error and make A' + V' the value targets (the authors' code)."""
     hp3o_threshold: float = 0.5
-    """HP3O+ distance threshold (Euclidean, in the policy's normalized observation space)."""
+    """HP3O+ distance threshold (Euclidean, in the observation space the policy sees: normalized with
+    --norm-obs, raw without); a state qualifies at distance <= threshold, so 0 means exact matches
+    only (the authors' script)."""
 
     def __post_init__(self) -> None:
         if validation_enabled():
@@ -97,10 +104,12 @@ class VariantOptions:
         if self.hp3o_trajectories > self.hp3o_buffer_size:
             raise ConfigError(f"hp3o_trajectories={self.hp3o_trajectories} is larger than the buffer "
                               f"hp3o_buffer_size={self.hp3o_buffer_size}")
-        if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold > 0):
-            raise ConfigError(f"hp3o_threshold must be > 0, got {self.hp3o_threshold!r}")
+        if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold >= 0):
+            raise ConfigError(f"hp3o_threshold must be >= 0, got {self.hp3o_threshold!r}")
         if self.hp3o_sampling not in ("paper", "topup"):
             raise ConfigError(f"hp3o_sampling must be paper or topup, got {self.hp3o_sampling!r}")
+        if self.hp3o_schedule not in ("rollout", "episode"):
+            raise ConfigError(f"hp3o_schedule must be rollout or episode, got {self.hp3o_schedule!r}")
         if self.hp3o_plus_form not in ("baseline", "td"):
             raise ConfigError(f"hp3o_plus_form must be baseline or td, got {self.hp3o_plus_form!r}")
         if self.hp3o_plus and not self.hp3o:

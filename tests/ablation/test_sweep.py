@@ -84,12 +84,25 @@ def test_the_same_command_again_runs_nothing_and_another_spec_is_refused(finishe
     assert run_sweep(spec, str(out), workers=2, progress=False).ran == 0
     assert (out / "results.csv").read_text() == before
     other = write_spec(tmp_path, SPEC.replace("total_steps = 1024", "total_steps = 2048"))
-    with pytest.raises(ConfigError, match="different spec"):
+    with pytest.raises(ConfigError, match=r"another config \(total_steps 1024 -> 2048: a different spec"):
         run_sweep(other, str(out), workers=2, progress=False)
     fewer = write_spec(tmp_path, SPEC.replace("seeds = 2", "seeds = 1"))  # drops runs: not an extension
     with pytest.raises(ConfigError, match="different spec"):
         run_sweep(fewer, str(out), workers=2, progress=False)
     assert (out / "results.csv").read_text() == before
+
+
+def test_a_preset_redefined_since_the_sweep_started_is_refused(finished, monkeypatch):
+    """Same spec text, but a preset now means other settings: resuming would mix stale results in."""
+    from rlkit.gym import config
+
+    spec, out, _ = finished
+    manifest = (out / "manifest.json").read_text()
+    monkeypatch.setitem(config.PRESETS, "outer-nesterov", {**config.PRESETS["outer-nesterov"], "outer_momentum": 0.9})
+    with pytest.raises(ConfigError, match="outer__CartPole-v1__s1 would now run with another config "
+                                          r"\(outer_momentum 0.5 -> 0.9: a preset changed"):
+        run_sweep(spec, str(out), workers=2, progress=False)
+    assert (out / "manifest.json").read_text() == manifest
 
 
 def test_a_spec_that_only_adds_runs_extends_the_sweep(finished, tmp_path):

@@ -133,7 +133,7 @@ def test_hp3o_plus_changes_advantages_of_non_best_only():
     (dict(hp3o=True, hp3o_trajectories=30, hp3o_buffer_size=20), "larger than the buffer"),
     (dict(hp3o=True, hp3o_samples=1000, num_minibatches=3), "hp3o_samples"),
     (dict(hp3o_plus=True), "needs hp3o"),
-    (dict(hp3o=True, hp3o_threshold=0.0), "hp3o_threshold"),
+    (dict(hp3o=True, hp3o_threshold=-0.1), "hp3o_threshold"),
     (dict(hp3o=True, hp3o_buffer_size=0), "hp3o_buffer_size"),
 ])
 def test_invalid_hp3o_settings_are_one_line_errors(kw, match):
@@ -210,27 +210,45 @@ def test_paper_presets_carry_the_authors_settings():
     assert (cfg.gae_lambda, cfg.ent_coef, cfg.max_grad_norm, cfg.learning_rate, cfg.hidden_sizes) == \
         (0.92, 4e-4, 0.8, 5e-4, (128, 128))
     assert cfg.hp3o_plus and cfg.hp3o_timeouts_terminal and cfg.hp3o_sampling == "paper" and cfg.minibatch_size == 128
-    assert cfg.hp3o_contiguous_minibatches
+    assert cfg.hp3o_contiguous_minibatches and cfg.hp3o_redraw_each_epoch and cfg.hp3o_schedule == "episode"
+    assert (cfg.norm_obs, cfg.norm_reward, cfg.anneal_lr, cfg.hp3o_threshold, cfg.hp3o_plus_form) == \
+        (False, False, False, 0.0, "td")
+
+
+def test_threshold_zero_replaces_exact_matches_only():
+    obs = torch.tensor([[0.0, 1.0], [0.0, 1.001], [2.0, 2.0]])
+    best_obs = torch.tensor([[0.0, 1.0], [2.0, 2.0]])
+    out = hp3o_plus_baseline(obs, torch.zeros(3), best_obs, torch.tensor([4.0, -1.0]), threshold=0.0)
+    torch.testing.assert_close(out, torch.tensor([4.0, 0.0, 0.0]))  # the exact match with a larger value only
+
+
+def test_rlhf_refuses_the_gymnasium_only_schedule():
+    from rlkit.rlhf.config import RLHFConfig
+
+    with pytest.raises(rlkit.ConfigError, match="Gymnasium"):
+        RLHFConfig(hp3o=True, hp3o_trajectories=4, hp3o_schedule="episode")
 
 
 def test_hp3o_plus_two_estimators_by_hand():
-    """Non-best trajectory: 3 steps, reward 1 each, own values 0, terminated; the best trajectory
-    has the same states valued 5 (within the threshold), so V' = 5 everywhere. gamma 1, lambda 0."""
+    """Non-best trajectory: 3 steps, reward 1 each, own values V = 1, 2, 3, terminated; the best
+    trajectory has the same states valued V' = 5 (within the threshold, larger), so every state's
+    value is replaced. gamma 1, lambda 1."""
     rewards, obs = torch.ones(3), torch.tensor([[0.0], [1.0], [2.0]])
     best = traj(10, length=3, values=torch.full((3,), 5.0), obs=obs)
-    other = traj(3, length=3, values=torch.zeros(3), obs=obs, rewards=rewards, terminated=True)
+    other = traj(3, length=3, values=torch.tensor([1.0, 2.0, 3.0]), obs=obs, rewards=rewards, terminated=True)
     out = {}
     for form in ("baseline", "td"):
-        hybrid, frac = build_hybrid_batches([best, other], 1.0, 0.0, samples=6, rng=np.random.default_rng(0),
+        hybrid, frac = build_hybrid_batches([best, other], 1.0, 1.0, samples=6, rng=np.random.default_rng(0),
                                             plus_threshold=0.5, plus_form=form)
         out[form] = (hybrid.pooled.advantages[3:], hybrid.pooled.returns[3:])
         assert frac == 1.0
-    # baseline: returns from own values (delta = 1 each), advantages = returns - 5, targets unchanged
-    torch.testing.assert_close(out["baseline"][0], torch.tensor([-4.0, -4.0, -4.0]))
-    torch.testing.assert_close(out["baseline"][1], torch.tensor([1.0, 1.0, 1.0]))
-    # td: delta' = r + V'(s') - V'(s) = 1, 1, 1 + 0 - 5; targets A' + V'
-    torch.testing.assert_close(out["td"][0], torch.tensor([1.0, 1.0, -4.0]))
-    torch.testing.assert_close(out["td"][1], torch.tensor([6.0, 6.0, 1.0]))
+    # baseline: returns from own values (3, 2, 1), advantages = returns - 5, value targets unchanged
+    torch.testing.assert_close(out["baseline"][0], torch.tensor([-2.0, -3.0, -4.0]))
+    torch.testing.assert_close(out["baseline"][1], torch.tensor([3.0, 2.0, 1.0]))
+    # td (the authors' code): delta'_t = r_t + V(s_t+1) - V'(s_t) = 1 + 2 - 5, 1 + 3 - 5, 1 + 0 - 5
+    # = -2, -1, -4; A' sums them from t on: -7, -5, -4; value targets A' + V = -6, -3, -1
+    torch.testing.assert_close(out["td"][0], torch.tensor([-7.0, -5.0, -4.0]))
+    torch.testing.assert_close(out["td"][1], torch.tensor([-6.0, -3.0, -1.0]))
 
 
 def test_redrawing_each_epoch_keeps_the_best_and_varies_the_others():
@@ -272,3 +290,59 @@ def test_redraw_hands_every_stored_trajectory_to_the_adapter():
 
     chosen, stats = HP3O(Adapter(), 10, 2, np.random.default_rng(0), redraw_each_epoch=True).batches(None, 0)
     assert [t.episode_return for t in chosen][0] == 5.0 and len(chosen) == 3 and stats["hp3o/sampled_trajectories"] == 3
+
+
+class _Episodes:
+    """A fake adapter whose rollouts finish a given number of episodes each."""
+
+    record_type = Trajectory
+
+    def __init__(self, per_rollout):
+        self.per_rollout, self.made = list(per_rollout), 0
+
+    def split(self, rollout, update):
+        n = self.per_rollout.pop(0)
+        self.made += n
+        return [traj(float(self.made - i), update=update) for i in range(n)]
+
+    def batches(self, chosen, update):
+        return [t.episode_return for t in chosen], {"x": 1.0}
+
+    def reset(self):
+        pass
+
+
+def test_episode_schedule_updates_once_per_finished_episode_once_k_are_stored():
+    from rlkit.variants.base import Passes
+    from rlkit.variants.hp3o import HP3O
+
+    hp3o = HP3O(_Episodes([3, 4, 0, 30]), capacity=20, k=5, rng=np.random.default_rng(0), schedule="episode")
+    source, stats = hp3o.batches(None, 0)  # 3 stored < k: nothing to learn from yet
+    assert source is None and stats["hp3o/updates"] == 0
+    source, stats = hp3o.batches(None, 1)  # the buffer grows 4, 5, 6, 7: updates at 5, 6 and 7
+    assert isinstance(source, Passes) and len(source.sources) == 3 and stats["hp3o/updates"] == 3
+    assert all(len(s) == 5 and s[0] == 7.0 for s in source.sources)  # each its own draw, the best first
+    assert len({tuple(s) for s in source.sources}) > 1
+    assert hp3o.batches(None, 2)[0] is None  # no episode finished: no update
+    source, _ = hp3o.batches(None, 3)  # 30 more (the buffer stays full at 20): 30 updates
+    assert len(source.sources) == 30
+    rollout = HP3O(_Episodes([3, 4]), capacity=20, k=5, rng=np.random.default_rng(0))
+    assert rollout.batches(None, 0)[0] == [3.0, 2.0, 1.0] and len(rollout.batches(None, 1)[0]) == 5
+
+
+def test_episode_schedule_in_the_trainer_runs_one_update_per_pass(tmp_path, monkeypatch):
+    from rlkit.gym.trainer import PPOTrainer
+
+    cfg = rlkit.preset("cartpole", "hp3o-paper", total_steps=2048, num_envs=2, num_steps=256, hp3o_samples=640,
+                       logdir=str(tmp_path), eval_every=0, seed=3)
+    trainer = PPOTrainer(cfg)
+    calls = []
+    original = trainer.optimize
+    monkeypatch.setattr(trainer, "optimize", lambda source: calls.append(1) or original(source))
+    total = 0
+    for _ in range(cfg.num_updates):
+        stats = trainer.update()
+        total += stats["hp3o/updates"]
+        assert len(calls) == total
+    assert total > cfg.num_updates  # CartPole's early episodes are short: many updates per rollout
+    trainer.envs.close()
