@@ -96,10 +96,14 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
             "runs": summary["runs"]}
 
 
-def _cost(runs: pd.DataFrame) -> dict[str, dict[str, float]]:
+def _cost(runs: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
+    """Mean training seconds and steps/s of the finished runs, by variant and env."""
     done = runs[runs.status == "done"]
-    return {v: {"train_seconds": float(g["train_seconds"].mean()), "steps_per_second": float(g["steps_per_second"].mean())}
-            for v, g in done.groupby("variant", sort=False)}
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for (variant, env), g in done.groupby(["variant", "env"], sort=False):
+        out.setdefault(str(variant), {})[str(env)] = {"train_seconds": float(g["train_seconds"].mean()),
+                                                      "steps_per_second": float(g["steps_per_second"].mean())}
+    return out
 
 
 def _finite(value: Any) -> Any:
@@ -127,7 +131,7 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
     lines += ["## Per environment", "", "| env | variant | runs | mean ± s.e. | IQM [95% CI] | train s | steps/s |",
               "|---|---|---|---|---|---|---|"]
     for r in s["per_env"]:
-        cost = s["cost"].get(r["variant"], {})
+        cost = s["cost"].get(r["variant"], {}).get(r["env"], {})
         lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {r['mean']:.1f} ± {r['se']:.1f} | "
                      f"{r['iqm']:.1f} [{r['iqm_low']:.1f}, {r['iqm_high']:.1f}] | {cost.get('train_seconds', float('nan')):.1f} | "
                      f"{cost.get('steps_per_second', float('nan')):,.0f} |")

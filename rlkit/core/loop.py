@@ -160,6 +160,9 @@ def _loop(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Sc
         start = time.perf_counter()
         lr = schedule.lr(trainer.updates_done)
         optimizer.param_groups[0]["lr"] = lr
+        for hook in getattr(trainer, "hooks", ()):  # e.g. Outer-PPO annealing sigma / mu with the inner rate
+            if hasattr(hook, "schedule"):
+                hook.schedule(lr / schedule.learning_rate)
         stats, step, units, postfix = trainer.iterate()
         seconds = time.perf_counter() - start
         trainer.seconds += seconds

@@ -34,7 +34,9 @@ class VariantState(NamedTuple):
 
 
 class UpdateHook(Protocol):
-    """Runs around the inner epochs of each update."""
+    """Runs around the inner epochs of each update. A hook may also define
+    ``schedule(fraction: float)``: the run loop calls it before every update with the inner
+    learning rate's fraction of its initial value (Outer-PPO's optional annealing uses it)."""
 
     name: str
 

@@ -31,6 +31,14 @@ class VariantOptions:
     outer_bias: float = 0.0
     """Biased initialization alpha: the inner loop starts from theta_k moved alpha times along the
     previous outer momentum (rollouts still come from theta_k)."""
+    outer_bias_form: Literal["momentum", "update"] = "momentum"
+    """What biased initialization moves along: momentum = alpha times the outer momentum buffer b
+    (theta_k - alpha * b); update = alpha times the previous outer update u (theta_k + alpha * u,
+    which includes sigma and the Nesterov term)."""
+    outer_anneal: Literal["none", "lr", "momentum", "both"] = "none"
+    """Scale the outer learning rate sigma and/or momentum mu by the inner learning rate's annealing
+    fraction (1 -> 0 with --anneal-lr), so the outer step fades with the inner one; none keeps them
+    constant, and momentum then moves the weights for ~1/(1 - mu) updates after the inner step vanishes."""
     outer_params: Literal["all", "actor"] = "all"
     """Parameters the outer step covers: actor and critic (the paper) or the actor only."""
     outer_optimizer: str = "SGD"
@@ -49,7 +57,7 @@ class VariantOptions:
     hp3o_sampling: Literal["paper", "topup"] = "paper"
     """Transitions per epoch: paper = min(hp3o_samples / k, L) of each trajectory without replacement
     (the authors' code); topup = exactly hp3o_samples, with replacement from short trajectories
-    (rlkit before 0.2)."""
+    (rlkit's earlier default)."""
     hp3o_redraw_each_epoch: bool = False
     """Draw the best + k - 1 trajectories anew for every epoch (the authors' code) instead of once
     per update (Gymnasium trainer only)."""
@@ -90,8 +98,16 @@ class VariantOptions:
             raise ConfigError("outer_nesterov needs outer_momentum > 0")
         if not (math.isfinite(self.outer_bias) and self.outer_bias >= 0):
             raise ConfigError(f"outer_bias must be >= 0, got {self.outer_bias!r}")
-        if self.outer_bias > 0 and (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
-            raise ConfigError("outer_bias needs an outer momentum (outer_optimizer SGD with outer_momentum > 0)")
+        if self.outer_bias_form not in ("momentum", "update"):
+            raise ConfigError(f"outer_bias_form must be momentum or update, got {self.outer_bias_form!r}")
+        if self.outer_bias > 0 and self.outer_bias_form == "momentum" and \
+                (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
+            raise ConfigError("outer_bias with outer_bias_form=momentum needs an outer momentum (outer_optimizer "
+                              "SGD with outer_momentum > 0); outer_bias_form=update works without")
+        if self.outer_anneal not in ("none", "lr", "momentum", "both"):
+            raise ConfigError(f"outer_anneal must be none, lr, momentum or both, got {self.outer_anneal!r}")
+        if self.outer_anneal in ("momentum", "both") and (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
+            raise ConfigError(f"outer_anneal={self.outer_anneal} needs an outer momentum (SGD, outer_momentum > 0)")
         if self.outer_params not in ("all", "actor"):
             raise ConfigError(f"outer_params must be 'all' or 'actor', got {self.outer_params!r}")
         if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
@@ -118,7 +134,8 @@ class VariantOptions:
     @property
     def outer_enabled(self) -> bool:
         defaults = VariantOptions.__dataclass_fields__
-        names = ("outer_lr", "outer_momentum", "outer_nesterov", "outer_bias", "outer_params", "outer_optimizer")
+        names = ("outer_lr", "outer_momentum", "outer_nesterov", "outer_bias", "outer_bias_form", "outer_anneal",
+                 "outer_params", "outer_optimizer")
         return self.outer or any(getattr(self, n) != defaults[n].default for n in names)
 
     @property
@@ -133,7 +150,9 @@ class VariantOptions:
             if self.outer_momentum:
                 name += f"-m{self.outer_momentum:g}" + ("-nesterov" if self.outer_nesterov else "")
             if self.outer_bias:
-                name += f"-bias{self.outer_bias:g}"
+                name += f"-bias{self.outer_bias:g}" + ("-upd" if self.outer_bias_form == "update" else "")
+            if self.outer_anneal != "none":
+                name += f"-anneal-{self.outer_anneal}"
             if self.outer_params == "actor":
                 name += "-actor"
             parts.append(name)

@@ -29,10 +29,13 @@ class OuterStep:
     name = "outer"
 
     def __init__(self, flat: FlatParameters, lr: float, momentum: float = 0.0, nesterov: bool = False,
-                 bias: float = 0.0, actor_only: bool = False, optimizer: str = "SGD") -> None:
+                 bias: float = 0.0, actor_only: bool = False, optimizer: str = "SGD", bias_form: str = "momentum",
+                 anneal: str = "none") -> None:
         self.flat = flat
         self.size = flat.split if actor_only else flat.data.numel()
-        self.bias = bias
+        self.bias, self.bias_form, self.anneal = bias, bias_form, anneal
+        self.base = {"lr": lr, "momentum": momentum}
+        self.prev_update: torch.Tensor | None = None
         self.delta = nn.Parameter(torch.zeros(self.size, device=flat.data.device, dtype=flat.data.dtype))
         kwargs: dict[str, object] = {"lr": lr}
         if optimizer == "SGD":
@@ -47,7 +50,17 @@ class OuterStep:
         if not options.outer_enabled:
             return None
         return cls(flat, options.outer_lr, options.outer_momentum, options.outer_nesterov, options.outer_bias,
-                   options.outer_params == "actor", options.outer_optimizer)
+                   options.outer_params == "actor", options.outer_optimizer, options.outer_bias_form,
+                   options.outer_anneal)
+
+    def schedule(self, fraction: float) -> None:
+        """The inner learning rate is ``fraction`` of its initial value: with ``anneal`` scale sigma
+        and/or mu by it (called by the run loop before every update)."""
+        group = self.optimizer.param_groups[0]
+        if self.anneal in ("lr", "both"):
+            group["lr"] = self.base["lr"] * fraction
+        if self.anneal in ("momentum", "both"):
+            group["momentum"] = self.base["momentum"] * fraction
 
     @property
     def theta(self) -> torch.Tensor:
@@ -62,10 +75,14 @@ class OuterStep:
     def begin(self) -> None:
         """Before the inner epochs: remember theta_k (the rollout policy) and, with biased
         initialization, move the inner starting point alpha times along the previous outer
-        momentum (in the direction the outer steps travel: -buffer)."""
+        momentum (in the direction the outer steps travel: -buffer) or the previous outer update."""
         self.theta_k = self.theta.clone()
-        buf = self.momentum_buffer
-        if self.bias and buf is not None:
+        if not self.bias:
+            return
+        if self.bias_form == "update":
+            if self.prev_update is not None:
+                self.theta.add_(self.prev_update, alpha=self.bias)
+        elif (buf := self.momentum_buffer) is not None:
             self.theta.sub_(buf, alpha=self.bias)
 
     @torch.no_grad()
@@ -84,6 +101,8 @@ class OuterStep:
         if self.prev_grad is not None:
             stats["outer/grad_cosine"] = float(torch.nn.functional.cosine_similarity(grad, self.prev_grad, dim=0))
         self.prev_grad = grad
+        if self.bias_form == "update":
+            self.prev_update = update.clone()
         self.theta_k = None
         return stats
 
@@ -92,11 +111,14 @@ class OuterStep:
         out = {k: v for k, v in self.optimizer.state.get(self.delta, {}).items() if torch.is_tensor(v)}
         if self.prev_grad is not None:
             out["prev_grad"] = self.prev_grad
+        if self.prev_update is not None:
+            out["prev_update"] = self.prev_update
         return VariantState(out, None)
 
     def load_state(self, state: VariantState) -> None:
         tensors = {k: v.to(self.delta.device) for k, v in state.tensors.items()}
         prev_grad = tensors.pop("prev_grad", None)
+        self.prev_update = tensors.pop("prev_update", None)
         if tensors:
             self.optimizer.state[self.delta] = tensors
         if prev_grad is not None:

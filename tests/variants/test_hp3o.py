@@ -346,3 +346,26 @@ def test_episode_schedule_in_the_trainer_runs_one_update_per_pass(tmp_path, monk
         assert len(calls) == total
     assert total > cfg.num_updates  # CartPole's early episodes are short: many updates per rollout
     trainer.envs.close()
+
+
+def test_the_authors_schedule_resumes_exactly(logdir):
+    """hp3o-plus-paper (per-episode updates, per-epoch redraws, TD form) killed after a checkpoint
+    and resumed ends with the same weights and trajectory buffer as the uninterrupted run."""
+    from safetensors.torch import load_file
+
+    from rlkit.io.checkpoint import resolve_checkpoint
+    from tests.variants.test_outer import rewind_to
+
+    cfg = rlkit.preset("cartpole", "hp3o-plus-paper", total_steps=6 * 256, num_envs=2, num_steps=128,
+                       hp3o_samples=640, hp3o_threshold=0.05, logdir=logdir, run_name="paper",
+                       checkpoint_every=2 * 256, eval_episodes=1, progress=False)
+    first = rlkit.train(cfg)
+
+    def weights(run):
+        return load_file(str(resolve_checkpoint(run.run_dir) / "tensors.safetensors"))
+
+    full = weights(first)
+    rewind_to(first.run_dir, "update-0000002")
+    resumed = weights(rlkit.train(rlkit.TrainConfig(resume=first.run_dir)))
+    assert set(full) == set(resumed) and any(k.startswith("hp3o.") for k in full)
+    assert all(torch.equal(full[k], resumed[k]) for k in full)

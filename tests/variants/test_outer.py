@@ -71,6 +71,66 @@ def test_biased_init_starts_inner_loop_along_previous_momentum():
     torch.testing.assert_close(outer.theta_k, theta_k)  # the outer gradient is taken from theta_k
 
 
+def test_biased_init_of_the_update_form_moves_along_the_previous_outer_update():
+    """sigma 2, Nesterov mu 0.5: the update u = -sigma (g + mu b) differs from -b by more than sigma."""
+    flat, _ = toy([1.0, 2.0])
+    outer = OuterStep(flat, lr=2.0, momentum=0.5, nesterov=True, bias=0.4, bias_form="update")
+    outer.begin()
+    inner(flat, [0.8, 2.5])          # g = [0.2, -0.5]; b = g; u = -2 (g + 0.5 g) = [-0.6, 1.5]
+    outer.end()
+    theta_k = flat.data.clone()
+    torch.testing.assert_close(theta_k, torch.tensor([0.4, 3.5]))
+    outer.begin()
+    torch.testing.assert_close(flat.data, theta_k + 0.4 * torch.tensor([-0.6, 1.5]))
+    torch.testing.assert_close(outer.theta_k, theta_k)
+    saved = outer.state()
+    assert "prev_update" in saved.tensors
+    again = OuterStep(toy([0.0, 0.0])[0], lr=2.0, momentum=0.5, nesterov=True, bias=0.4, bias_form="update")
+    again.load_state(saved)
+    torch.testing.assert_close(again.prev_update, torch.tensor([-0.6, 1.5]))
+
+
+def test_update_form_bias_works_without_momentum():
+    flat, _ = toy([1.0])
+    outer = OuterStep(flat, lr=1.5, bias=0.5, bias_form="update")
+    outer.begin()
+    inner(flat, [0.0])               # g = 1, u = -1.5, theta = -0.5
+    outer.end()
+    outer.begin()
+    torch.testing.assert_close(flat.data, torch.tensor([-0.5 + 0.5 * -1.5]))
+    assert rlkit.TrainConfig(outer_bias=0.5, outer_bias_form="update").variant == "outer-lr1-bias0.5-upd"
+
+
+def test_annealing_scales_sigma_and_mu_with_the_inner_rate():
+    flat, _ = toy([1.0])
+    outer = OuterStep(flat, lr=1.5, momentum=0.9, anneal="both")
+    outer.schedule(0.25)
+    group = outer.optimizer.param_groups[0]
+    assert (group["lr"], group["momentum"]) == (1.5 * 0.25, 0.9 * 0.25)
+    outer.begin()
+    inner(flat, [0.0])               # g = 1: theta = 1 - 0.375 * 1
+    outer.end()
+    torch.testing.assert_close(flat.data, torch.tensor([1.0 - 0.375]))
+    constant = OuterStep(toy([1.0])[0], lr=1.5, momentum=0.9)
+    constant.schedule(0.25)
+    assert constant.optimizer.param_groups[0]["lr"] == 1.5
+
+
+def test_annealed_outer_step_fades_to_zero_in_training(logdir):
+    """With --anneal-lr the run loop hands the fraction to the hook: the last update's sigma is
+    sigma / num_updates, logged as the update norm shrinking relative to the outer gradient."""
+    run = rlkit.train(small(logdir, run_name="anneal", outer_lr=1.5, outer_anneal="lr"))
+    assert run.variant == "outer-lr1.5-anneal-lr"
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run.run_dir)).Reload()
+    grads = [e.value for e in events.Scalars("outer/grad_norm")]
+    updates = [e.value for e in events.Scalars("outer/update_norm")]
+    n = len(grads)
+    for k, (g, u) in enumerate(zip(grads, updates)):
+        assert u == pytest.approx(1.5 * (1 - k / n) * g, rel=1e-4)
+
+
 def test_actor_only_leaves_critic_to_the_inner_loop():
     a, c = nn.Parameter(torch.tensor([1.0])), nn.Parameter(torch.tensor([1.0]))
     flat = FlatParameters([a, c], split=1)
@@ -140,6 +200,8 @@ def test_outer_and_hp3o_compose_and_resume_exactly(logdir):
     (dict(outer_lr=0.0), "outer_lr"), (dict(outer_lr=-1.0), "outer_lr"),
     (dict(outer_momentum=1.0), "outer_momentum"), (dict(outer_nesterov=True), "outer_momentum > 0"),
     (dict(outer_bias=0.5), "outer momentum"), (dict(outer_params="critic"), "outer_params"),
+    (dict(outer_anneal="momentum", outer_lr=1.5), "outer momentum"), (dict(outer_anneal="cosine"), "outer_anneal"),
+    (dict(outer_bias=0.5, outer_bias_form="step"), "outer_bias_form"),
     (dict(outer_optimizer="NoSuchOpt"), "torch.optim"), (dict(outer_optimizer="Adam", outer_momentum=0.5), "SGD"),
 ])
 def test_invalid_outer_settings_are_one_line_errors(kw, match):
