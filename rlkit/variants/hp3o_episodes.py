@@ -44,12 +44,13 @@ class Trajectory:
     episode_return: float
     """Undiscounted return in raw rewards (what 'best' ranks by)."""
     finished_update: int
+    advantages: torch.Tensor | None = None
+    """``[L]`` advantages kept from the trajectory's first use (``--hp3o-advantages first-use``)."""
+    returns: torch.Tensor | None = None
+    """``[L]`` value targets kept with them."""
 
     def __len__(self) -> int:
         return self.obs.shape[0]
-
-
-_TENSORS = ("obs", "actions", "log_probs", "values", "rewards", "final_obs")
 
 
 class TrajectoryAssembler:
@@ -183,7 +184,9 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
     parts, segments, offset, replaced, total = [], [], 0, 0, 0
     for j, (traj, (advantages, returns)) in enumerate(zip(trajs, trajectory_gae(trajs, values, final_values,
                                                                                  gamma, lam))):
-        if j > 0 and plus_threshold is not None:
+        if traj.advantages is not None and traj.returns is not None:  # kept from its first use
+            advantages, returns = traj.advantages, traj.returns
+        elif j > 0 and plus_threshold is not None:
             baseline = hp3o_plus_baseline(traj.obs, values[j], trajs[0].obs, values[0], plus_threshold)
             replaced += int((baseline != values[j]).sum())
             total += len(traj)
@@ -221,13 +224,18 @@ class EpisodeAdapter:
     @torch.no_grad()
     def batches(self, chosen: list[Trajectory], update: int) -> tuple[HybridBatches, dict[str, float]]:
         opt = self.options
-        chosen = [_to(t, self.device) for t in chosen]
+        stored, chosen = chosen, [_to(t, self.device) for t in chosen]
         if opt.hp3o_timeouts_terminal:  # the authors' code ends every episode without a bootstrap
             chosen = [dataclasses.replace(t, terminated=True, truncated=False) for t in chosen]
         value_fn = self.model.value if opt.hp3o_recompute_values else None
         hybrid, replaced = build_hybrid_batches(chosen, self.gamma, self.lam, opt.hp3o_samples, self.rng, value_fn,
                                                 opt.hp3o_threshold if opt.hp3o_plus else None, opt.hp3o_sampling,
                                                 opt.hp3o_plus_form)
+        if opt.hp3o_advantages == "first-use":  # the authors' code computes them once per trajectory
+            for record, (start, stop) in zip(stored, hybrid.segments):
+                if record.advantages is None:
+                    record.advantages = hybrid.pooled.advantages[start:stop].to(record.obs.device).clone()
+                    record.returns = hybrid.pooled.returns[start:stop].to(record.obs.device).clone()
         hybrid.shuffle = not opt.hp3o_contiguous_minibatches
         hybrid.redraw_k = opt.hp3o_trajectories if opt.hp3o_redraw_each_epoch else 0
         pooled = hybrid.pooled
@@ -243,5 +251,5 @@ class EpisodeAdapter:
 def _to(traj: Trajectory, device: torch.device) -> Trajectory:
     if traj.obs.device == device:
         return traj
-    return Trajectory(**{f.name: (getattr(traj, f.name).to(device) if f.name in _TENSORS else getattr(traj, f.name))
-                         for f in fields(Trajectory)})
+    values = {f.name: getattr(traj, f.name) for f in fields(Trajectory)}
+    return Trajectory(**{k: (v.to(device) if torch.is_tensor(v) else v) for k, v in values.items()})

@@ -72,6 +72,10 @@ class VariantOptions:
     hp3o_timeouts_terminal: bool = False
     """Treat time-outs as terminal in HP3O's advantages, as the authors' code does (default: a
     time-out bootstraps from V(final observation), the correct treatment)."""
+    hp3o_advantages: Literal["each-update", "first-use"] = "each-update"
+    """When a stored trajectory's advantages and value targets are computed: at every update (with
+    the current best trajectory for HP3O+), or once, the first time the trajectory is used, and
+    reused after (the authors' code caches them). Differs only for HP3O+ (or recomputed values)."""
     hp3o_recompute_values: bool = False
     """Recompute values of replayed states with the current critic (default: stored values)."""
     hp3o_plus: bool = False
@@ -124,6 +128,11 @@ class VariantOptions:
             raise ConfigError(f"hp3o_threshold must be >= 0, got {self.hp3o_threshold!r}")
         if self.hp3o_sampling not in ("paper", "topup"):
             raise ConfigError(f"hp3o_sampling must be paper or topup, got {self.hp3o_sampling!r}")
+        if self.hp3o_advantages not in ("each-update", "first-use"):
+            raise ConfigError(f"hp3o_advantages must be each-update or first-use, got {self.hp3o_advantages!r}")
+        if self.hp3o_advantages == "first-use" and self.hp3o_recompute_values:
+            raise ConfigError("hp3o_advantages=first-use keeps the first advantages; it cannot be combined with "
+                              "hp3o_recompute_values")
         if self.hp3o_schedule not in ("rollout", "episode"):
             raise ConfigError(f"hp3o_schedule must be rollout or episode, got {self.hp3o_schedule!r}")
         if self.hp3o_plus_form not in ("baseline", "td"):

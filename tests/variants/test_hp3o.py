@@ -135,6 +135,8 @@ def test_hp3o_plus_changes_advantages_of_non_best_only():
     (dict(hp3o_plus=True), "needs hp3o"),
     (dict(hp3o=True, hp3o_threshold=-0.1), "hp3o_threshold"),
     (dict(hp3o=True, hp3o_buffer_size=0), "hp3o_buffer_size"),
+    (dict(hp3o=True, hp3o_advantages="first-use", hp3o_recompute_values=True), "hp3o_recompute_values"),
+    (dict(hp3o=True, hp3o_schedule="per-step"), "hp3o_schedule"),
 ])
 def test_invalid_hp3o_settings_are_one_line_errors(kw, match):
     with pytest.raises(rlkit.ConfigError, match=match) as e:
@@ -369,3 +371,40 @@ def test_the_authors_schedule_resumes_exactly(logdir):
     resumed = weights(rlkit.train(rlkit.TrainConfig(resume=first.run_dir)))
     assert set(full) == set(resumed) and any(k.startswith("hp3o.") for k in full)
     assert all(torch.equal(full[k], resumed[k]) for k in full)
+
+
+@pytest.mark.parametrize("when", ["each-update", "first-use"])
+def test_first_use_keeps_a_trajectorys_advantages_when_the_best_changes(when):
+    """HP3O+ (threshold covers everything): the other trajectory's advantages depend on the best
+    trajectory's values. A new best arrives; first-use (the authors' cache) keeps the old ones."""
+    from rlkit.variants.hp3o_episodes import EpisodeAdapter
+
+    class Policy(torch.nn.Module):
+        head = rlkit.CategoricalHead(2)
+
+        def forward(self, obs):
+            return torch.zeros(obs.shape[0], 2), torch.zeros(obs.shape[0])
+
+    obs = torch.zeros(3, 2)
+    other = traj(1.0, length=3, obs=obs)  # own values 0, rewards 1, terminated
+    best_a = traj(5.0, length=3, obs=obs, values=torch.full((3,), 2.0))
+    best_b = traj(9.0, length=3, obs=obs, values=torch.full((3,), 7.0))
+    options = rlkit.VariantOptions(hp3o=True, hp3o_plus=True, hp3o_threshold=1.0, hp3o_advantages=when,
+                                   hp3o_buffer_size=4, hp3o_trajectories=2, hp3o_samples=6)
+    adapter = EpisodeAdapter(1, options, 1.0, 1.0, 0.2, np.random.default_rng(0), Policy(), torch.device("cpu"))
+    first = adapter.batches([best_a, other], 0)[0].pooled.advantages[3:]
+    second = adapter.batches([best_b, other], 1)[0].pooled.advantages[3:]
+    torch.testing.assert_close(first, torch.tensor([3.0, 2.0, 1.0]) - 2.0)  # R - V'(best a)
+    expected = first if when == "first-use" else torch.tensor([3.0, 2.0, 1.0]) - 7.0
+    torch.testing.assert_close(second, expected)
+    assert (other.advantages is not None) == (when == "first-use")
+
+
+def test_first_use_advantages_travel_in_checkpoints():
+    buf = TrajectoryBuffer(3)
+    kept = traj(2.0)
+    kept.advantages, kept.returns = torch.tensor([1.0, 2.0, 3.0, 4.0]), torch.tensor([5.0, 6.0, 7.0, 8.0])
+    buf.add([traj(1.0), kept])
+    again = TrajectoryBuffer(3)
+    again.load_state(buf.state(), Trajectory)
+    assert again.items[0].advantages is None and torch.equal(again.items[1].returns, kept.returns)
