@@ -188,13 +188,13 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
             advantages, returns = traj.advantages, traj.returns
         elif j > 0 and plus_threshold is not None:
             baseline = hp3o_plus_baseline(traj.obs, values[j], trajs[0].obs, values[0], plus_threshold)
-            replaced += int((baseline != values[j]).sum())
-            total += len(traj)
-            if plus_form == "td":
+            changed = int((baseline != values[j]).sum())
+            replaced, total = replaced + changed, total + len(traj)
+            if plus_form == "baseline":
+                advantages = returns - baseline
+            elif changed:  # td; with nothing replaced HP3O's own estimate stands, bit for bit
                 ((advantages, returns),) = trajectory_gae([traj], [values[j]], [final_values[j]], gamma, lam,
                                                           current=[baseline])
-            else:
-                advantages = returns - baseline
         parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values[j]))
         segments.append((offset, offset + len(traj)))
         offset += len(traj)

@@ -408,3 +408,18 @@ def test_first_use_advantages_travel_in_checkpoints():
     again = TrajectoryBuffer(3)
     again.load_state(buf.state(), Trajectory)
     assert again.items[0].advantages is None and torch.equal(again.items[1].returns, kept.returns)
+
+
+def test_td_form_with_nothing_replaced_is_hp3o_bit_for_bit():
+    """Threshold 0 on states that never repeat exactly: HP3O+ must train exactly as HP3O. Twenty
+    trajectories, so the pooled GAE takes the float32 path and a per-trajectory recomputation (float64)
+    would differ in the last bits, after which runs drift apart."""
+    g = torch.Generator().manual_seed(0)
+    lengths = [int(n) for n in torch.randint(5, 40, (20,), generator=g)]
+    trajs = [traj(float(100 - i), length=n, obs=torch.randn(n, 2, generator=g), values=torch.randn(n, generator=g),
+                  rewards=torch.randn(n, generator=g)) for i, n in enumerate(lengths)]
+    plain, _ = build_hybrid_batches(trajs, 0.99, 0.92, samples=400, rng=np.random.default_rng(0))
+    plus, frac = build_hybrid_batches(trajs, 0.99, 0.92, samples=400, rng=np.random.default_rng(0),
+                                      plus_threshold=0.0, plus_form="td")
+    assert frac == 0.0
+    assert all(torch.equal(a, b) for a, b in zip(plain.pooled, plus.pooled))
