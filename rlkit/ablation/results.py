@@ -20,6 +20,7 @@ from typing import Any
 
 from rlkit.ablation.spec import SweepSpec, expand
 from rlkit.errors import ConfigError
+from rlkit.gym.config import TrainConfig
 
 RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
 RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "total_steps",
@@ -62,12 +63,13 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> Non
                               "choose another --out")
         before = _stored_runs(stored)
         same = {"spec": stored.get("spec"), "budget": stored.get("budget")} == _json(identity)
-        changed = sorted(name for name in before or {} if name in runs and runs[name] != before[name])  # type: ignore[index]
+        changed = {name: diff for name in sorted(before or {}) if name in runs
+                   and (diff := _difference(before[name], runs[name]))}  # type: ignore[index]
         if changed:
+            name, diff = next(iter(changed.items()))
             why = ("a preset changed since the sweep started" if same else
                    "a different spec; one that only adds variants, envs or seeds extends a sweep")
-            raise ConfigError(f"{sweep_dir}: run {changed[0]} would now run with another config "
-                              f"({_first_difference(before[changed[0]], runs[changed[0]])}: {why}); "  # type: ignore[index]
+            raise ConfigError(f"{sweep_dir}: run {name} would now run with another config ({diff}: {why}); "
                               "choose another --out")
         if not same and (before is None or not set(before) <= set(runs)):
             raise ConfigError(f"{sweep_dir} holds a sweep of a different spec or budget; resume it with the same "
@@ -105,11 +107,18 @@ def _stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
     return _json({run.name: [run.kind, run.config] for run in before.runs})
 
 
-def _first_difference(old: list[Any], new: list[Any]) -> str:
+def _difference(old: list[Any], new: list[Any]) -> str | None:
+    """The first difference between two runs' ``[kind, config]`` (None: the same run). A field
+    one side lacks counts as its default, so a field added to rlkit since a sweep started (with a
+    default that keeps the old behaviour) does not stop the sweep from resuming."""
     if old[0] != new[0]:
         return f"kind {old[0]} -> {new[0]}"
-    key = next(k for k in sorted(set(old[1]) | set(new[1])) if old[1].get(k) != new[1].get(k))
-    return f"{key} {old[1].get(key)!r} -> {new[1].get(key)!r}"
+    defaults, missing = _json(TrainConfig().to_dict()), object()
+    for key in sorted(set(old[1]) | set(new[1])):
+        before, after = (side[1].get(key, defaults.get(key, missing)) for side in (old, new))
+        if before != after:
+            return f"{key} {before!r} -> {after!r}".replace(repr(missing), "(none)")
+    return None
 
 
 def _write_atomic(path: Path, text: str) -> None:

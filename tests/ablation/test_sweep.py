@@ -105,6 +105,22 @@ def test_a_preset_redefined_since_the_sweep_started_is_refused(finished, monkeyp
     assert (out / "manifest.json").read_text() == manifest
 
 
+def test_fields_added_to_rlkit_since_the_sweep_started_do_not_block_it(finished, tmp_path):
+    """A stored run config that lacks a field (written by an older rlkit) counts it as its default."""
+    spec = finished[0]
+    out = tmp_path / "copy"
+    shutil.copytree(finished[1], out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    for _, config in manifest["runs"].values():
+        del config["hp3o_advantages"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert run_sweep(spec, str(out), workers=2, progress=False).ran == 0
+    next(iter(manifest["runs"].values()))[1]["hp3o_schedule"] = "episode"  # a real difference still counts
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigError, match="hp3o_schedule 'episode' -> 'rollout'"):
+        run_sweep(spec, str(out), workers=2, progress=False)
+
+
 def test_a_spec_that_only_adds_runs_extends_the_sweep(finished, tmp_path):
     """More seeds and a new variant: only the new runs run, the finished ones are kept as they are."""
     out = tmp_path / "copy"
