@@ -32,7 +32,7 @@ def _intervals(ax: plt.Axes, names: list[str], values: dict[str, list], colour: 
 
 def per_env(table: pd.DataFrame, colour: dict[str, str], path: Path) -> None:
     envs = list(dict.fromkeys(table["env"]))
-    fig, axes = plt.subplots(1, len(envs), figsize=(4.2 * len(envs), 0.5 * table["variant"].nunique() + 1.6),
+    fig, axes = plt.subplots(1, len(envs), figsize=(max(4.2 * len(envs), 6.0), 0.5 * table["variant"].nunique() + 1.9),
                              squeeze=False)
     for ax, env in zip(axes[0], envs):
         rows = table[table.env == env]
@@ -43,7 +43,7 @@ def per_env(table: pd.DataFrame, colour: dict[str, str], path: Path) -> None:
                 label="mean")
         ax.set_title(env)
     axes[0][0].legend(loc="lower right", fontsize=8)
-    fig.suptitle("Final return per environment: IQM with 95% stratified-bootstrap CI (bar), mean (dot)")
+    fig.suptitle("Final return per environment\nIQM with 95% stratified-bootstrap CI (bar), mean (dot)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
