@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from rlkit.ablation.stats import iqm_curve  # noqa: E402
+from rlkit.ablation.stats import iqm_curve, seeded_global_numpy  # noqa: E402
 
 
 def colours(variants: list[str]) -> dict[str, object]:
@@ -80,7 +80,8 @@ def profiles(matrices: dict[str, np.ndarray], colour: dict[str, str], path: Path
     usable = {k: v for k, v in matrices.items() if len(v)}
     top = max(1.0, max(float(v.max()) for v in usable.values()))
     taus = np.linspace(min(0.0, min(float(v.min()) for v in usable.values())), top, 81)
-    points, cis = rly.create_performance_profile(usable, taus, reps=reps)
+    with seeded_global_numpy(0):
+        points, cis = rly.create_performance_profile(usable, taus, reps=reps)
     fig, ax = plt.subplots(figsize=(9.5 if len(usable) > 5 else 7, 4.5))
     for name in usable:
         ax.plot(taus, points[name], color=colour[name], label=name)

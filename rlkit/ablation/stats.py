@@ -9,6 +9,8 @@ definition as rliable's IQM, tested against it).
 from __future__ import annotations
 
 import warnings
+from contextlib import contextmanager
+from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -16,6 +18,19 @@ from scipy.stats import trim_mean
 
 # rliable passes a RandomState to arch's bootstrap, which warns that it will want a Generator one day.
 warnings.filterwarnings("ignore", message="random_state is deprecated", category=FutureWarning)
+
+
+@contextmanager
+def seeded_global_numpy(seed: int) -> Iterator[None]:
+    """rliable's stratified bootstrap draws its resamples from NumPy's global RNG (its
+    ``random_state`` only reaches arch's own, unused, generator), so the report seeds that RNG for
+    the call and restores its state after: the same sweep always gives the same intervals."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
 
 
 def final_scores(results: pd.DataFrame) -> pd.DataFrame:
@@ -69,7 +84,9 @@ def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0
                          metrics.aggregate_optimality_gap(x)])
 
     usable = {k: v for k, v in matrices.items() if len(v)}
-    points, cis = rly.get_interval_estimates(usable, aggregate, reps=reps, random_state=np.random.RandomState(seed))
+    with seeded_global_numpy(seed):
+        points, cis = rly.get_interval_estimates(usable, aggregate, reps=reps,
+                                                 random_state=np.random.RandomState(seed))
     names = ("iqm", "median", "mean", "optimality_gap")
     return {v: {n: [float(points[v][i]), float(cis[v][0, i]), float(cis[v][1, i])] for i, n in enumerate(names)}
             for v in usable}
@@ -84,8 +101,9 @@ def improvement(matrices: dict[str, np.ndarray], baseline: str, reps: int, seed:
              if v != baseline and len(m) and len(matrices[baseline])}
     if not pairs:
         return {}
-    points, cis = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
-                                             random_state=np.random.RandomState(seed))
+    with seeded_global_numpy(seed):
+        points, cis = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
+                                                 random_state=np.random.RandomState(seed))
     return {k.split(",")[0]: [float(np.ravel(points[k])[0]), *map(float, np.ravel(cis[k])[:2])] for k in pairs}
 
 
@@ -110,8 +128,9 @@ def per_env_table(scores: pd.DataFrame, reps: int, seed: int = 0) -> pd.DataFram
     rows = []
     for (env, variant), group in scores.groupby(["env", "variant"], sort=False):
         x = group["score"].to_numpy(dtype=np.float64)[:, None]
-        point, ci = rly.get_interval_estimates({"v": x}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps=reps,
-                                               random_state=np.random.RandomState(seed))
+        with seeded_global_numpy(seed):
+            point, ci = rly.get_interval_estimates({"v": x}, lambda s: np.array([metrics.aggregate_iqm(s)]),
+                                                   reps=reps, random_state=np.random.RandomState(seed))
         rows.append({"env": env, "variant": variant, "runs": len(x), "mean": float(x.mean()),
                      "se": float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan"),
                      "iqm": float(point["v"][0]), "iqm_low": float(ci["v"][0, 0]), "iqm_high": float(ci["v"][1, 0])})

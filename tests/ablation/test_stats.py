@@ -34,3 +34,24 @@ def test_scores_normalization_and_matrices():
     est = stats.interval_estimates(matrices, reps=200)
     assert est["b"]["mean"][0] == 0.875 and est["a"]["optimality_gap"][0] == 1 - 0.375
     assert stats.improvement(matrices, "a", reps=200)["b"][0] == 1.0
+
+
+def test_intervals_are_the_same_every_time_and_leave_numpy_alone():
+    """rliable resamples from NumPy's global RNG: the report seeds it for the call and restores it."""
+    import numpy as np
+    import pandas as pd
+
+    from rlkit.ablation import stats
+
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame({"env": ["A"] * 10, "variant": ["v"] * 10, "seed": range(10), "score": rng.normal(size=10)})
+    matrices = {"a": rng.normal(size=(10, 2)), "b": rng.normal(size=(10, 2))}
+    np.random.seed(123)
+    expected_next = np.random.random()
+    np.random.seed(123)
+    first = (stats.per_env_table(scores, 300).to_dict("records"), stats.interval_estimates(matrices, 300),
+             stats.improvement(matrices, "a", 300))
+    assert np.random.random() == expected_next  # the caller's global RNG stream is untouched
+    second = (stats.per_env_table(scores, 300).to_dict("records"), stats.interval_estimates(matrices, 300),
+              stats.improvement(matrices, "a", 300))
+    assert first == second
