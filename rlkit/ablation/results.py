@@ -113,12 +113,13 @@ def _difference(old: list[Any], new: list[Any]) -> str | None:
     default that keeps the old behaviour) does not stop the sweep from resuming."""
     if old[0] != new[0]:
         return f"kind {old[0]} -> {new[0]}"
-    defaults, missing = _json(TrainConfig().to_dict()), object()
-    for key in sorted(set(old[1]) | set(new[1])):
-        before, after = (side[1].get(key, defaults.get(key, missing)) for side in (old, new))
-        if before != after:
-            return f"{key} {before!r} -> {after!r}".replace(repr(missing), "(none)")
-    return None
+    before, after = {**_DEFAULTS, **old[1]}, {**_DEFAULTS, **new[1]}
+    key = next((k for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)), None)
+    return None if key is None else f"{key} {before.get(key)!r} -> {after.get(key)!r}"
+
+
+_DEFAULTS: dict[str, Any] = json.loads(json.dumps(TrainConfig().to_dict()))
+"""A run config's defaults, as a manifest stores them (JSON)."""
 
 
 def _write_atomic(path: Path, text: str) -> None:

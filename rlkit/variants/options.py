@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args, get_origin, get_type_hints
 
 from rlkit.core.config import validation_enabled
 from rlkit.errors import ConfigError
@@ -81,8 +81,9 @@ class VariantOptions:
     hp3o_plus: bool = False
     """HP3O+: raise a non-best state's baseline to the best trajectory's value at its nearest state."""
     hp3o_plus_form: Literal["baseline", "td"] = "baseline"
-    """HP3O+: replace the baseline at each step (value targets unchanged), or put the best
-    trajectory's value into every TD error and make A' + V' the value targets (the authors' code)."""
+    """HP3O+: replace the baseline at each step (value targets unchanged), or use the best
+    trajectory's value V' for the current state in every TD error, r + gamma V(s') - V'(s), with
+    A' + V as the value targets (the authors' code)."""
     hp3o_threshold: float = 0.5
     """HP3O+ distance threshold (Euclidean, in the observation space the policy sees: normalized with
     --norm-obs, raw without); a state qualifies at distance <= threshold, so 0 means exact matches
@@ -94,6 +95,9 @@ class VariantOptions:
 
     def validate(self) -> None:
         """One-line :class:`ConfigError` on an invalid or inconsistent variant setting."""
+        for name, allowed in _CHOICES.items():  # every Literal-typed switch
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
         if not (math.isfinite(self.outer_lr) and self.outer_lr > 0):
             raise ConfigError(f"outer_lr (sigma) must be > 0, got {self.outer_lr!r}")
         if not 0 <= self.outer_momentum < 1:
@@ -102,18 +106,12 @@ class VariantOptions:
             raise ConfigError("outer_nesterov needs outer_momentum > 0")
         if not (math.isfinite(self.outer_bias) and self.outer_bias >= 0):
             raise ConfigError(f"outer_bias must be >= 0, got {self.outer_bias!r}")
-        if self.outer_bias_form not in ("momentum", "update"):
-            raise ConfigError(f"outer_bias_form must be momentum or update, got {self.outer_bias_form!r}")
         if self.outer_bias > 0 and self.outer_bias_form == "momentum" and \
                 (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
             raise ConfigError("outer_bias with outer_bias_form=momentum needs an outer momentum (outer_optimizer "
                               "SGD with outer_momentum > 0); outer_bias_form=update works without")
-        if self.outer_anneal not in ("none", "lr", "momentum", "both"):
-            raise ConfigError(f"outer_anneal must be none, lr, momentum or both, got {self.outer_anneal!r}")
         if self.outer_anneal in ("momentum", "both") and (self.outer_momentum == 0 or self.outer_optimizer != "SGD"):
             raise ConfigError(f"outer_anneal={self.outer_anneal} needs an outer momentum (SGD, outer_momentum > 0)")
-        if self.outer_params not in ("all", "actor"):
-            raise ConfigError(f"outer_params must be 'all' or 'actor', got {self.outer_params!r}")
         if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
             raise ConfigError("outer_momentum / outer_nesterov apply to the SGD outer optimizer only")
         check_outer_optimizer(self.outer_optimizer, self.outer_lr)
@@ -126,17 +124,9 @@ class VariantOptions:
                               f"hp3o_buffer_size={self.hp3o_buffer_size}")
         if not (math.isfinite(self.hp3o_threshold) and self.hp3o_threshold >= 0):
             raise ConfigError(f"hp3o_threshold must be >= 0, got {self.hp3o_threshold!r}")
-        if self.hp3o_sampling not in ("paper", "topup"):
-            raise ConfigError(f"hp3o_sampling must be paper or topup, got {self.hp3o_sampling!r}")
-        if self.hp3o_advantages not in ("each-update", "first-use"):
-            raise ConfigError(f"hp3o_advantages must be each-update or first-use, got {self.hp3o_advantages!r}")
         if self.hp3o_advantages == "first-use" and self.hp3o_recompute_values:
             raise ConfigError("hp3o_advantages=first-use keeps the first advantages; it cannot be combined with "
                               "hp3o_recompute_values")
-        if self.hp3o_schedule not in ("rollout", "episode"):
-            raise ConfigError(f"hp3o_schedule must be rollout or episode, got {self.hp3o_schedule!r}")
-        if self.hp3o_plus_form not in ("baseline", "td"):
-            raise ConfigError(f"hp3o_plus_form must be baseline or td, got {self.hp3o_plus_form!r}")
         if self.hp3o_plus and not self.hp3o:
             raise ConfigError("hp3o_plus needs hp3o")
 
@@ -169,6 +159,11 @@ class VariantOptions:
             parts.append("hp3o+" if self.hp3o_plus else "hp3o")
         return "+".join(parts) or "ppo"
 
+
+
+_CHOICES = {name: get_args(hint) for name, hint in get_type_hints(VariantOptions).items()
+            if get_origin(hint) is Literal}
+"""The allowed values of each ``Literal`` field, checked by :meth:`VariantOptions.validate`."""
 
 
 def check_outer_optimizer(name: str, lr: float) -> None:
