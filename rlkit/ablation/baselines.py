@@ -31,11 +31,13 @@ def _common(cfg: dict[str, Any]) -> dict[str, Any]:
                 batch_size=cfg["num_envs"] * cfg["num_steps"] // cfg["num_minibatches"], gamma=cfg["gamma"],
                 gae_lambda=cfg["gae_lambda"], normalize_advantage=cfg["norm_adv"], seed=cfg["seed"], device="cpu",
                 verbose=0, policy_kwargs=dict(net_arch=dict(pi=list(cfg["hidden_sizes"]), vf=list(cfg["hidden_sizes"])),
-                                              activation_fn=torch.nn.Tanh))
+                                              activation_fn=torch.nn.Tanh,
+                                              optimizer_kwargs=dict(eps=cfg.get("adam_eps", 1e-5))))
 
 
 def build_model(kind: str, cfg: dict[str, Any]) -> Any:
-    """The SB3 model for a run's config record (``sb3:ppo`` matches PPO's settings field by field)."""
+    """The SB3 model for a run's config record (``sb3:ppo`` matches PPO's settings field by field,
+    except the value loss: SB3's is always ``vloss_form="clipped-mse"``, whatever the record says)."""
     try:
         from stable_baselines3.common.env_util import make_vec_env
         from stable_baselines3.common.vec_env import VecNormalize

@@ -48,7 +48,9 @@ class PPOConfig:
     num_minibatches: int = 4
     """Minibatches per epoch; must divide the batch."""
     learning_rate: float = 2.5e-4
-    """Adam learning rate (eps 1e-5)."""
+    """Adam learning rate."""
+    adam_eps: float = 1e-5
+    """Adam epsilon: 1e-5 (the PPO implementations' detail, Huang et al. 2022) or torch's 1e-8."""
     anneal_lr: bool = True
     """Anneal the learning rate linearly to 0 over the run."""
     gamma: float = 0.99
@@ -61,6 +63,10 @@ class PPOConfig:
     """Surrogate clipping coefficient epsilon (also the value clip range)."""
     clip_vloss: bool = True
     """Clip the value loss around the rollout's values."""
+    vloss_form: Literal["max", "clipped-mse"] = "max"
+    """Value loss: max = 0.5 mean(max((V - R)^2, (V_clip - R)^2)) (OpenAI baselines, CleanRL);
+    clipped-mse = mean((V_clip - R)^2), the clipped prediction only and no 0.5 (Stable-Baselines3,
+    the HP3O authors' code). Without --clip-vloss: 0.5 mean((V - R)^2) or mean((V - R)^2)."""
     ent_coef: float = 0.01
     """Entropy bonus coefficient."""
     vf_coef: float = 0.5
@@ -81,7 +87,7 @@ class PPOConfig:
         """Raise :class:`ConfigError` (one line, naming the field) on a malformed value."""
         for name in ("update_epochs", "num_minibatches"):
             require_positive_int(self, name)
-        for name in ("learning_rate", "clip_coef", "max_grad_norm"):
+        for name in ("learning_rate", "adam_eps", "clip_coef", "max_grad_norm"):
             value = getattr(self, name)
             if not _is_number(value) or not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
@@ -98,6 +104,8 @@ class PPOConfig:
             raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
         if self.kernels not in ("auto", "plain", "fast"):
             raise ConfigError(f"kernels must be auto, plain or fast, got {self.kernels!r}")
+        if self.vloss_form not in ("max", "clipped-mse"):
+            raise ConfigError(f"vloss_form must be max or clipped-mse, got {self.vloss_form!r}")
 
 
 def _is_number(value: object) -> bool:

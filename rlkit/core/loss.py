@@ -4,7 +4,9 @@ For one minibatch of ``B`` transitions, with ``r = pi(a|s) / pi_behaviour(a|s)``
 
 - clipped surrogate: ``L_clip = mean(max(-A r, -A clip(r, 1 - eps, 1 + eps)))``
 - value loss: ``L_v = 0.5 mean((V - R)^2)``, or with value clipping (the PPO implementations'
-  detail, Huang et al. 2022) ``0.5 mean(max((V - R)^2, (V_old + clip(V - V_old, -eps, eps) - R)^2))``
+  detail, Huang et al. 2022) ``0.5 mean(max((V - R)^2, (V_clip - R)^2))`` with
+  ``V_clip = V_old + clip(V - V_old, -eps, eps)``. Stable-Baselines3's form (``vloss_form=
+  "clipped-mse"``) is ``mean((V_clip - R)^2)``: the clipped prediction alone, without the 0.5
 - entropy bonus: ``H = mean(entropy)``
 - ``loss = L_clip - ent_coef * H + vf_coef * L_v``
 
@@ -39,7 +41,7 @@ class LossFn(Protocol):
 
     def __call__(self, head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
                  clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float,
-                 norm_adv: bool) -> LossOutput: ...
+                 norm_adv: bool, vloss_form: str = "max") -> LossOutput: ...
 
 
 class RatioStats(NamedTuple):
@@ -61,12 +63,17 @@ def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: 
 
 
 def value_loss(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip_coef: float,
-               clip_vloss: bool) -> torch.Tensor:
-    """``0.5 mean((V - R)^2)``, or the pessimistic max with V clipped to ``V_old +- clip_coef``."""
+               clip_vloss: bool, form: str = "max") -> torch.Tensor:
+    """``form="max"``: ``0.5 mean((V - R)^2)``, or the pessimistic max with V clipped to
+    ``V_old +- clip_coef``; ``form="clipped-mse"``: ``mean((V - R)^2)``, or with clipping
+    ``mean((V_clip - R)^2)`` alone (Stable-Baselines3). All ``[B]``."""
+    clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef) if clip_vloss else None
+    if form == "clipped-mse":
+        prediction = new_values if clipped is None else clipped
+        return (prediction - returns).square().mean()
     v_sq = (new_values - returns).square()
-    if not clip_vloss:
+    if clipped is None:
         return 0.5 * v_sq.mean()
-    clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef)
     return 0.5 * torch.max(v_sq, (clipped - returns).square()).mean()
 
 
@@ -77,7 +84,8 @@ def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
 
 
 def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
-             clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool) -> LossOutput:
+             clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool,
+             vloss_form: str = "max") -> LossOutput:
     """PPO loss for one minibatch given the current network outputs on ``mb.obs``.
 
     ``dist_params [B, out_dim]`` and ``new_values [B]`` come from the policy being trained;
@@ -87,7 +95,7 @@ def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tens
     advantages = normalize_advantages(mb.advantages) if norm_adv else mb.advantages
     log_ratio = new_log_probs - mb.log_probs
     pg_loss = clipped_surrogate(log_ratio.exp(), advantages, clip_coef)
-    v_loss = value_loss(new_values, mb.values, mb.returns, clip_coef, clip_vloss)
+    v_loss = value_loss(new_values, mb.values, mb.returns, clip_coef, clip_vloss, vloss_form)
     entropy = entropy.mean()
     loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
     return LossOutput(loss, pg_loss.detach(), v_loss.detach(), entropy.detach(), log_ratio.detach())

@@ -70,10 +70,10 @@ class Optimizer(Protocol):
     def step(self) -> None: ...
 
 
-def make_adam(flat: FlatParameters, lr: float) -> torch.optim.Adam:
-    """Adam with eps 1e-5 (a PPO implementation detail) over the single flat parameter; torch's
-    fused kernel on CPU and CUDA."""
-    return torch.optim.Adam([flat.param], lr=lr, eps=1e-5, fused=flat.param.device.type in ("cpu", "cuda"))
+def make_adam(flat: FlatParameters, lr: float, eps: float = 1e-5) -> torch.optim.Adam:
+    """Adam over the single flat parameter, eps 1e-5 by default (a PPO implementation detail);
+    torch's fused kernel on CPU and CUDA."""
+    return torch.optim.Adam([flat.param], lr=lr, eps=eps, fused=flat.param.device.type in ("cpu", "cuda"))
 
 
 def adam_state(optimizer: Optimizer, param: torch.Tensor) -> dict[str, torch.Tensor]:

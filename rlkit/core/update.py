@@ -36,7 +36,7 @@ def ppo_epochs(epoch_minibatches: Callable[[], Iterable[MB]],
         for mb in epoch_minibatches():
             dist_params, values, targets = forward(mb)
             out = loss_fn(head, dist_params, values, targets, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
-                           ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv)
+                           ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv, vloss_form=hp.vloss_form)
             flat.zero_grad()
             out.loss.backward()
             grad_norm = flat.clip_grad_norm_(hp.max_grad_norm)

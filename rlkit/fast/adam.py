@@ -20,8 +20,8 @@ _FUSED_ADAM = getattr(torch, "_fused_adam_", None)
 class FlatAdam:
     """:func:`rlkit.core.optim.make_adam`'s optimizer with a direct kernel call per step."""
 
-    def __init__(self, flat: FlatParameters, lr: float) -> None:
-        self.adam = make_adam(flat, lr)
+    def __init__(self, flat: FlatParameters, lr: float, eps: float = 1e-5) -> None:
+        self.adam = make_adam(flat, lr, eps)
         self.param = flat.param
 
     @property

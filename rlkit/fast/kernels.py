@@ -22,9 +22,9 @@ class Kernels:
     fast: bool
     loss: LossFn
 
-    def adam(self, flat: FlatParameters, lr: float) -> Optimizer:
-        """Adam (eps 1e-5) over ``flat``: torch's own, or the direct fused-kernel step."""
-        return FlatAdam(flat, lr) if self.fast else make_adam(flat, lr)
+    def adam(self, flat: FlatParameters, lr: float, eps: float = 1e-5) -> Optimizer:
+        """Adam over ``flat``: torch's own, or the direct fused-kernel step."""
+        return FlatAdam(flat, lr, eps) if self.fast else make_adam(flat, lr, eps)
 
 
 def select_kernels(choice: KernelChoice, small_mlp: bool, device: torch.device) -> Kernels:

@@ -25,7 +25,7 @@ class _Objective(torch.autograd.Function):
     @staticmethod
     def forward(ctx, new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
                 old_log_probs: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor, old_values: torch.Tensor,
-                clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float):
+                clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, vloss_form: str):
         log_ratio = new_log_probs - old_log_probs
         ratio = log_ratio.exp()
         # Clipped surrogate: mean(max(-A r, -A clip(r, 1 - eps, 1 + eps))).
@@ -36,7 +36,9 @@ class _Objective(torch.autograd.Function):
         # Value loss, optionally the pessimistic max with a value clipped around the old one.
         v_err = new_values - returns
         v_sq = v_err.square()
-        if clip_vloss:
+        if vloss_form == "clipped-mse":  # mean((V_clip - R)^2): d/dV = 2 (V_clip - R) inside the clip range
+            v_loss, ctx.v_slope = _clipped_mse(new_values, old_values, returns, v_err, clip_coef, clip_vloss)
+        elif clip_vloss:
             delta = new_values - old_values
             v_clipped_err = old_values + delta.clamp(-clip_coef, clip_coef) - returns
             v_sq_clipped = v_clipped_err.square()
@@ -65,12 +67,24 @@ class _Objective(torch.autograd.Function):
         # d loss / d log pi = (1/B) (-A r) on active samples (dr/dlog pi = r); value: (vf/B) (V - R).
         g_logp = ctx.pg_slope * (grad_loss / n)
         g_values = ctx.v_slope * (grad_loss * (vf_coef / n))
-        return g_logp, -ent_coef * grad_loss, g_values, *([None] * 8)
+        return g_logp, -ent_coef * grad_loss, g_values, *([None] * 9)
+
+
+def _clipped_mse(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, v_err: torch.Tensor,
+                 clip_coef: float, clip_vloss: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stable-Baselines3's value loss and its slope per sample (before the 1/B): ``mean(e^2)``
+    with ``e`` the error of the clipped prediction (of V itself without clipping), slope ``2 e``,
+    zero outside the clip range."""
+    if not clip_vloss:
+        return v_err.square().mean(), 2 * v_err
+    delta = new_values - old_values
+    err = old_values + delta.clamp(-clip_coef, clip_coef) - returns
+    return err.square().mean(), 2 * err * (delta.abs() <= clip_coef)
 
 
 def fused_ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
                    clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float,
-                   norm_adv: bool) -> LossOutput:
+                   norm_adv: bool, vloss_form: str = "max") -> LossOutput:
     """Same arguments and result as :func:`rlkit.core.loss.ppo_loss`, fewer autograd nodes."""
     if isinstance(head, CategoricalHead):
         new_log_probs, entropy = categorical_log_prob_entropy(dist_params, mb.actions)
@@ -80,5 +94,5 @@ def fused_ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torc
     advantages = normalize_advantages(mb.advantages) if norm_adv else mb.advantages
     loss, pg_loss, v_loss, log_ratio = _Objective.apply(
         new_log_probs, entropy, new_values, mb.log_probs, advantages, mb.returns, mb.values,
-        clip_coef, clip_vloss, ent_coef, vf_coef)
+        clip_coef, clip_vloss, ent_coef, vf_coef, vloss_form)
     return LossOutput(loss, pg_loss, v_loss, entropy.detach(), log_ratio)

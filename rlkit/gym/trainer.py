@@ -96,7 +96,7 @@ class PPOTrainer:
         self.kernels = select_kernels(cfg.kernels, small_mlp=True, device=self.device)
         if self.kernels.fast:
             self.model.use_flat_parameters(self.flat)
-        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate)
+        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate, cfg.adam_eps)
         self.obs_norm = self.agent.obs_norm
         self.rew_scaler = RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward)
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,

@@ -89,7 +89,7 @@ class RLHFTrainer:
         actor = self.model.actor_parameters()
         self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.kernels = select_kernels(cfg.kernels, small_mlp=False, device=self.device)
-        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate)
+        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate, cfg.adam_eps)
         self.hooks = build_hooks(cfg.variants, self.flat)
         self.envs = self._make_envs(prompts if prompts is not None else read_prompts(cfg.prompts), reward)
         self.kl = AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)

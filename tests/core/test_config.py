@@ -48,7 +48,8 @@ def test_unknown_fields_are_a_config_error(cfg):
 
 
 @pytest.mark.parametrize("field,value", [("clip_coef", -1.0), ("gamma", 1.5), ("update_epochs", 0),
-                                         ("learning_rate", "0.1"), ("kernels", "gpu"), ("target_kl", 0.0)])
+                                         ("learning_rate", "0.1"), ("kernels", "gpu"), ("target_kl", 0.0),
+                                         ("adam_eps", 0.0), ("vloss_form", "huber")])
 def test_bad_ppo_values_are_one_line_errors_in_both_configs(field, value):
     for cls in (rlkit.TrainConfig, RLHFConfig):
         with pytest.raises(ConfigError, match=field):

@@ -60,20 +60,25 @@ def test_value_clipping_takes_the_pessimistic_branch():
     assert float(clipped.v_loss) == pytest.approx(0.5 * 0.8 ** 2)
 
 
-def test_advantage_normalization_is_per_minibatch():
+def test_clipped_mse_value_loss_uses_the_clipped_prediction_alone():
+    """Stable-Baselines3's form: mean((V_clip - R)^2), no max and no 0.5. Old values 0, returns 1,
+    V = (0.9, 0.1, -0.5): the clipped predictions (0.2, 0.1, -0.2) alone count, and only the
+    second (inside the clip range) has a gradient, 2 (0.1 - 1) / 3. The pessimistic max instead
+    takes the unclipped -0.5 for the third (its error 1.5 is larger) and passes its gradient."""
     head = CategoricalHead(4)
-    mb = _batch()
-    logits = torch.zeros(8, 4)
-    mb = mb._replace(log_probs=head.log_prob(logits, mb.actions))
-    out = ppo_loss(head, logits, mb.values, mb, clip_coef=EPS, clip_vloss=False, ent_coef=0.0, vf_coef=0.0,
-                   norm_adv=True)
-    assert float(out.pg_loss) == pytest.approx(0.0, abs=1e-6)  # ratio 1: -mean(normalized A) = 0
-
-
-def test_ratio_stats_k3_kl_and_clipfrac():
-    log_ratio = torch.log(torch.tensor([1.0, 1.5, 0.5, 1.1]))
-    stats = ratio_stats(log_ratio, EPS)
-    r = log_ratio.exp()
-    assert float(stats.approx_kl) == pytest.approx(float(((r - 1) - log_ratio).mean()))
-    assert float(stats.approx_kl) > 0
-    assert float(stats.clipfrac) == pytest.approx(0.5)
+    mb = _batch(n=3)._replace(values=torch.zeros(3), returns=torch.ones(3))
+    logits = torch.zeros(3, 4)
+    kw = dict(clip_coef=EPS, ent_coef=0.0, vf_coef=1.0, norm_adv=False)
+    grads = {}
+    for form in ("clipped-mse", "max"):
+        new_values = torch.tensor([0.9, 0.1, -0.5], requires_grad=True)
+        out = ppo_loss(head, logits, new_values, mb, clip_vloss=True, vloss_form=form, **kw)
+        out.loss.backward()  # the value term is the only one that depends on new_values
+        grads[form] = (float(out.v_loss), new_values.grad.tolist())
+    assert grads["clipped-mse"][0] == pytest.approx((0.8 ** 2 + 0.9 ** 2 + 1.2 ** 2) / 3)
+    assert grads["clipped-mse"][1] == pytest.approx([0.0, 2 * (0.1 - 1.0) / 3, 0.0])
+    assert grads["max"][0] == pytest.approx(0.5 * (0.8 ** 2 + 0.9 ** 2 + 1.5 ** 2) / 3)
+    assert grads["max"][1] == pytest.approx([0.0, (0.1 - 1.0) / 3, (-0.5 - 1.0) / 3])
+    unclipped = ppo_loss(head, logits, torch.tensor([0.9, 0.1, -0.5]), mb, clip_vloss=False,
+                         vloss_form="clipped-mse", **kw)
+    assert float(unclipped.v_loss) == pytest.approx((0.1 ** 2 + 0.9 ** 2 + 1.5 ** 2) / 3)

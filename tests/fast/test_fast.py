@@ -37,6 +37,7 @@ def test_flat_adam_fast_step_is_bit_identical_to_torch_fused_adam():
     for k in ("exp_avg", "exp_avg_sq", "step"):
         assert torch.equal(ref_opt.state[ref][k], opt.state[flat.param][k])
     assert make_adam(flat, 1e-3).param_groups[0]["eps"] == 1e-5
+    assert FlatAdam(flat, 1e-3, eps=1e-8).param_groups[0]["eps"] == 1e-8
 
 
 @pytest.mark.parametrize("n,scale", [(2, 1.0), (7, 3.0), (50, 10.0)])
@@ -56,14 +57,18 @@ def test_categorical_node_matches_the_plain_head(n, scale):
         torch.testing.assert_close(ours, ref, rtol=1e-10, atol=1e-12)
 
 
-def _reference_loss(head, params, new_values, mb, clip_coef, clip_vloss, ent_coef, vf_coef, norm_adv):
+def _reference_loss(head, params, new_values, mb, clip_coef, clip_vloss, ent_coef, vf_coef, norm_adv,
+                    vloss_form="max"):
     """The PPO loss written independently with plain autograd ops (both implementations must match it)."""
     ratio = (head.log_prob(params, mb.actions) - mb.log_probs).exp()
     adv = mb.advantages
     if norm_adv:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
     pg = torch.max(-adv * ratio, -adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
-    if clip_vloss:
+    if vloss_form == "clipped-mse":  # Stable-Baselines3: F.mse_loss(returns, clipped prediction)
+        pred = mb.values + torch.clamp(new_values - mb.values, -clip_coef, clip_coef) if clip_vloss else new_values
+        v = torch.nn.functional.mse_loss(mb.returns, pred)
+    elif clip_vloss:
         v_clipped = mb.values + (new_values - mb.values).clamp(-clip_coef, clip_coef)
         v = 0.5 * torch.max((new_values - mb.returns) ** 2, (v_clipped - mb.returns) ** 2).mean()
     else:
@@ -76,7 +81,9 @@ def _reference_loss(head, params, new_values, mb, clip_coef, clip_vloss, ent_coe
 @pytest.mark.parametrize("discrete", [True, False])
 @pytest.mark.parametrize("clip_vloss", [True, False])
 @pytest.mark.parametrize("norm_adv", [True, False])
-def test_ppo_loss_value_and_gradient_match_an_autograd_reference(loss_fn, dtype, discrete, clip_vloss, norm_adv):
+@pytest.mark.parametrize("vloss_form", ["max", "clipped-mse"])
+def test_ppo_loss_value_and_gradient_match_an_autograd_reference(loss_fn, dtype, discrete, clip_vloss, norm_adv,
+                                                                 vloss_form):
     """float32 with values of a realistic scale matters: there ``old + (V - old)`` rounds away from
     ``V`` inside the clip range, and the clipped value branch must keep its gradient."""
     g = torch.Generator().manual_seed(3)
@@ -99,7 +106,8 @@ def test_ppo_loss_value_and_gradient_match_an_autograd_reference(loss_fn, dtype,
     # in float32, so the clipped value branch can win the max by a rounding error; it keeps its slope.
     values[:32] = (0.05 + 0.1 * torch.rand(32, generator=g)).to(dtype)
     new_values[:32] = ((torch.rand(32, generator=g) - 0.5) * 2e-3).to(dtype)
-    kw = dict(clip_coef=EPS, clip_vloss=clip_vloss, ent_coef=0.05, vf_coef=0.7, norm_adv=norm_adv)
+    kw = dict(clip_coef=EPS, clip_vloss=clip_vloss, ent_coef=0.05, vf_coef=0.7, norm_adv=norm_adv,
+              vloss_form=vloss_form)
     grads = []
     for fn in (lambda p, v: loss_fn(head, p, v, mb, **kw).loss, lambda p, v: _reference_loss(head, p, v, mb, **kw)):
         p, v = params.clone().requires_grad_(), new_values.clone().requires_grad_()
@@ -156,13 +164,15 @@ def test_fused_actor_critic_matches_module_autograd(discrete, dtype, hidden):
     assert (results[1][2] != 0).float().mean() > 0.9  # the comparison covers real gradients
 
 
-def test_plain_and_fast_kernels_train_to_the_same_weights_within_rounding(logdir):
+@pytest.mark.parametrize("vloss_form,adam_eps", [("max", 1e-5), ("clipped-mse", 1e-8)])
+def test_plain_and_fast_kernels_train_to_the_same_weights_within_rounding(logdir, vloss_form, adam_eps):
     """The whole trainer with kernels=plain and kernels=fast: identical math, so after a few
-    updates the weights differ only by accumulated float32 rounding."""
+    updates the weights differ only by accumulated float32 rounding (in either value-loss form)."""
     weights = []
     for kernels in ("plain", "fast"):
         cfg = rlkit.preset("cartpole", total_steps=1024, num_envs=4, num_steps=128, update_epochs=2, logdir=logdir,
-                           run_name=kernels, kernels=kernels, eval_episodes=0, progress=False)
+                           run_name=kernels, kernels=kernels, eval_episodes=0, progress=False,
+                           vloss_form=vloss_form, adam_eps=adam_eps)
         result = rlkit.train(cfg)
         tensors = load_file(str(resolve_checkpoint(result.run_dir) / "tensors.safetensors"))
         weights.append({k: v for k, v in tensors.items() if k.startswith("model.")})
@@ -171,3 +181,23 @@ def test_plain_and_fast_kernels_train_to_the_same_weights_within_rounding(logdir
         torch.testing.assert_close(weights[1][k], weights[0][k], rtol=1e-4, atol=1e-5)
         moved = max(moved, float((weights[0][k] - weights[1][k]).abs().max()))
     assert moved < 1e-4
+
+
+def test_value_loss_form_and_adam_eps_reach_both_trainers(logdir):
+    """The config's vloss_form and adam_eps are what the update uses: the optimizer's eps, and
+    different weights after one update with the other value loss."""
+    from rlkit.gym.trainer import PPOTrainer
+    from rlkit.rlhf.config import RLHFConfig
+
+    assert RLHFConfig(adam_eps=1e-8).adam_eps == 1e-8 and RLHFConfig().vloss_form == "max"
+    weights = {}
+    for form, eps in (("max", 1e-5), ("clipped-mse", 1e-5), ("max", 1e-8)):
+        cfg = rlkit.preset("cartpole", num_envs=2, num_steps=64, logdir=logdir, vloss_form=form, adam_eps=eps,
+                           kernels="plain", eval_every=0, seed=1)
+        trainer = PPOTrainer(cfg)
+        assert trainer.optimizer.param_groups[0]["eps"] == eps
+        trainer.update()
+        weights[form, eps] = trainer.flat.param.detach().clone()
+        trainer.envs.close()
+    assert not torch.equal(weights["max", 1e-5], weights["clipped-mse", 1e-5])
+    assert not torch.equal(weights["max", 1e-5], weights["max", 1e-8])

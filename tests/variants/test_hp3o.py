@@ -215,6 +215,7 @@ def test_paper_presets_carry_the_authors_settings():
     assert cfg.hp3o_contiguous_minibatches and cfg.hp3o_redraw_each_epoch and cfg.hp3o_schedule == "episode"
     assert (cfg.norm_obs, cfg.norm_reward, cfg.anneal_lr, cfg.hp3o_threshold, cfg.hp3o_plus_form) == \
         (False, False, False, 0.0, "td")
+    assert (cfg.clip_vloss, cfg.vloss_form, cfg.adam_eps) == (True, "clipped-mse", 1e-8)  # SB3's value loss, torch's eps
 
 
 def test_threshold_zero_replaces_exact_matches_only():
@@ -347,6 +348,31 @@ def test_episode_schedule_in_the_trainer_runs_one_update_per_pass(tmp_path, monk
         total += stats["hp3o/updates"]
         assert len(calls) == total
     assert total > cfg.num_updates  # CartPole's early episodes are short: many updates per rollout
+    trainer.envs.close()
+
+
+def test_one_env_one_step_rollouts_give_the_authors_between_episode_timing(tmp_path):
+    """With ``--num-envs 1 --num-steps 1`` and the per-episode schedule, the update runs right
+    after the step that ends an episode (once k trajectories are stored), and the next step is
+    acted by the updated policy, as in the authors' loop (play an episode, learn, play the next)."""
+    from rlkit.gym.trainer import PPOTrainer
+
+    cfg = rlkit.preset("cartpole", "hp3o-paper", total_steps=600, num_envs=1, num_steps=1, hp3o_samples=640,
+                       logdir=str(tmp_path), eval_every=0, seed=5)
+    trainer = PPOTrainer(cfg)
+    episodes = updates = 0
+    for _ in range(cfg.num_updates):
+        before = trainer.flat.param.detach().clone()
+        stats = trainer.update()
+        ended = bool(trainer.buffer.np["dones"][0, 0])
+        episodes += ended
+        expected = int(ended and episodes >= cfg.hp3o_trajectories)
+        assert stats["hp3o/updates"] == expected
+        assert torch.equal(trainer.flat.param, before) != bool(expected)  # weights move only on an update
+        acting = torch.as_tensor(trainer.actor.actor[0][0].T)  # the policy that acts on the next step
+        assert torch.equal(acting, trainer.model.actor[0].weight.detach())
+        updates += expected
+    assert episodes >= cfg.hp3o_trajectories + 3 and updates == episodes - cfg.hp3o_trajectories + 1
     trainer.envs.close()
 
 
