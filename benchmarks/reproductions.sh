@@ -10,9 +10,9 @@ workers=${1:-2}
 sweeps=${SWEEPS:-sweeps}
 rlkit=${RLKIT:-.venv/bin/rlkit}
 
-reproduce() {  # SPEC SWEEP_DIR RESULTS_DIR
+reproduce() {  # SPEC SWEEP_DIR RESULTS_DIR [BASELINE]
     "$rlkit" sweep "$1" --out "$2" --workers "$workers"
-    "$rlkit" report "$2" --baseline ppo > /dev/null
+    "$rlkit" report "$2" --baseline "${4:-ppo}" > /dev/null
     mkdir -p "$3"
     cp "$2"/report/* "$3"/
     cp "$2"/results.csv "$2"/runs.csv "$2"/manifest.json "$3"/
@@ -24,3 +24,4 @@ reproduce experiments/hp3o/cartpole.toml "$sweeps/hp3o_cartpole_v2" experiments/
 reproduce experiments/hp3o/fidelity_cartpole.toml "$sweeps/hp3o_fidelity_cartpole_v2" experiments/hp3o/fidelity
 reproduce experiments/hp3o/fidelity_hopper.toml "$sweeps/hp3o_fidelity_hopper" experiments/hp3o/fidelity_hopper
 reproduce experiments/mujoco_reduced.toml "$sweeps/mujoco_reduced" experiments/mujoco_reduced
+reproduce experiments/hp3o/isolate_hopper.toml "$sweeps/hp3o_isolate_hopper" experiments/hp3o/isolate_hopper paper-base

@@ -1,10 +1,15 @@
 """Same seed, same numbers across the package move, and checkpoints written before it still load.
 
-``data/digests.json`` holds SHA-256 digests of the weights after short runs, recorded with the
+``data/digests.json`` holds SHA-256 digests of the weights after short runs, computed by the
 code as it was before the layout change (CartPole for ``ppo``, ``outer-nesterov`` and
 ``hp3o-plus``; a tiny RLHF run). The default ``kernels="auto"`` path (fast on a CPU MLP) and the
 fast kernels on the LLM path must reproduce them bit for bit. ``data/legacy/`` holds a Gym
 checkpoint (Outer-PPO + HP3O+) and an RLHF checkpoint (Outer-PPO + HP3O) written by that code.
+
+Float results depend on the CPU (vector kernels round differently), so the digests are kept per
+machine kind, each computed by the old code on that kind (``data/record_premove.py``); a run
+must equal the old code's result on one of them. On a CPU kind not recorded yet these tests
+fail until the old code is run there.
 """
 
 import hashlib
@@ -21,7 +26,13 @@ from rlkit.io.checkpoint import resolve_checkpoint
 from tests import tiny_lm
 
 DATA = Path(__file__).parent / "data"
-DIGESTS = json.loads((DATA / "digests.json").read_text())
+MACHINES = json.loads((DATA / "digests.json").read_text())["machines"]
+NEW_MACHINE = "not what the pre-move code computes on any recorded machine; on a new CPU kind run tests/data/record_premove.py"
+
+
+def recorded(key: str) -> set:
+    """What the pre-move code computed for ``key`` on each recorded machine kind."""
+    return {machine[key] for machine in MACHINES.values()}
 PROMPTS = ["the movie was", "i liked it", "a plot"]
 
 
@@ -46,7 +57,7 @@ def test_cartpole_weights_equal_the_digest_recorded_before_the_move(logdir, vari
                        run_name=variant, **extra)
     result = rlkit.train(cfg)
     tensors = load_file(str(resolve_checkpoint(result.run_dir) / "tensors.safetensors"))
-    assert digest({k: v for k, v in tensors.items() if k.startswith("model.")}) == DIGESTS[variant]
+    assert digest({k: v for k, v in tensors.items() if k.startswith("model.")}) in recorded(variant), NEW_MACHINE
 
 
 def test_tiny_rlhf_weights_equal_the_digest_recorded_before_the_move(logdir):
@@ -58,7 +69,7 @@ def test_tiny_rlhf_weights_equal_the_digest_recorded_before_the_move(logdir):
     trainer = RLHFTrainer(cfg, reward=good_rate, policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(),
                           prompts=PROMPTS)
     trainer.train()
-    assert digest({"flat": trainer.flat.data}) == DIGESTS["rlhf"]
+    assert digest({"flat": trainer.flat.data}) in recorded("rlhf"), NEW_MACHINE
 
 
 def test_a_gym_checkpoint_from_before_the_move_loads_and_resumes_bit_identically(tmp_path):
@@ -68,10 +79,13 @@ def test_a_gym_checkpoint_from_before_the_move_loads_and_resumes_bit_identically
     assert cfg.variant == "outer-lr1-m0.5-nesterov+hp3o+" and cfg.hidden_sizes == (8,)
     result = rlkit.train(rlkit.TrainConfig(resume=str(run)))  # update 2 of 4: Outer and HP3O state restored
     final = load_file(str(resolve_checkpoint(result.run_dir) / "tensors.safetensors"))
-    expected = load_file(str(DATA / "legacy" / "gym_final.safetensors"))
-    assert set(final) == set(expected)
-    assert all(torch.equal(final[k], expected[k]) for k in expected)
-    assert result.eval_return_mean == 173.0  # what the uninterrupted run printed before the move
+    matches = []
+    for machine in MACHINES.values():  # the old code's own resumption of this checkpoint on that machine kind
+        expected = load_file(str(DATA / machine["gym_final"]))
+        if set(final) == set(expected) and all(torch.equal(final[k], expected[k]) for k in expected):
+            matches.append(machine)
+    assert matches, NEW_MACHINE
+    assert result.eval_return_mean == matches[0]["gym_resumed_eval_return"]  # 173.0, as printed before the move
 
 
 def test_an_rlhf_checkpoint_from_before_the_move_loads(tmp_path):
