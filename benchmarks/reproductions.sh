@@ -3,6 +3,9 @@
 # its report, and the files copied to experiments/<...>/ (report.md, summary.json, figures, tables,
 # manifest). On a fresh machine this is many CPU-hours (see benchmarks/RESULTS.md for what each
 # took); run it in the background with `setsid nohup bash benchmarks/reproductions.sh &`.
+# Runs are bit-for-bit repeatable on one CPU kind only: vector kernels round differently on another
+# (tests/test_same_numbers.py keeps digests per CPU kind), so a re-run elsewhere gives other numbers,
+# not the committed ones.
 # Usage: bash benchmarks/reproductions.sh [WORKERS]   (sweep directories: $SWEEPS, default sweeps/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,3 +28,4 @@ reproduce experiments/hp3o/fidelity_cartpole.toml "$sweeps/hp3o_fidelity_cartpol
 reproduce experiments/hp3o/fidelity_hopper.toml "$sweeps/hp3o_fidelity_hopper" experiments/hp3o/fidelity_hopper
 reproduce experiments/mujoco_reduced.toml "$sweeps/mujoco_reduced" experiments/mujoco_reduced
 reproduce experiments/hp3o/isolate_hopper.toml "$sweeps/hp3o_isolate_hopper" experiments/hp3o/isolate_hopper paper-base
+reproduce experiments/hp3o/timing_cartpole.toml "$sweeps/hp3o_timing_cartpole" experiments/hp3o/timing hp3o-paper
