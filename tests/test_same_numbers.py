@@ -12,7 +12,6 @@ must equal the old code's result on one of them. On a CPU kind not recorded yet 
 fail until the old code is run there.
 """
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -24,6 +23,7 @@ from safetensors.torch import load_file
 import rlkit
 from rlkit.io.checkpoint import resolve_checkpoint
 from tests import tiny_lm
+from tests.same_numbers_digest import digest, good_rate
 
 DATA = Path(__file__).parent / "data"
 MACHINES = json.loads((DATA / "digests.json").read_text())["machines"]
@@ -33,19 +33,9 @@ NEW_MACHINE = "not what the pre-move code computes on any recorded machine; on a
 def recorded(key: str) -> set:
     """What the pre-move code computed for ``key`` on each recorded machine kind."""
     return {machine[key] for machine in MACHINES.values()}
+
+
 PROMPTS = ["the movie was", "i liked it", "a plot"]
-
-
-def digest(tensors: dict[str, torch.Tensor]) -> str:
-    h = hashlib.sha256()
-    for k in sorted(tensors):
-        h.update(k.encode())
-        h.update(tensors[k].detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-
-def good_rate(prompts, responses):
-    return [r.split().count("good") / 4 for r in responses]
 
 
 @pytest.mark.parametrize("variant", ["ppo", "outer-nesterov", "hp3o-plus"])

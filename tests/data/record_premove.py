@@ -11,14 +11,13 @@ writes OUT_DIR/gym_final.safetensors, the legacy Gym checkpoint resumed to its e
 tests/data/legacy/machines/<name>/).
 """
 
-import hashlib
+import importlib.util
 import json
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-import torch
 from safetensors.torch import load_file, save_file
 
 import rlkit
@@ -28,18 +27,10 @@ from rlkit.rlhf_config import RLHFConfig
 from tests import tiny_lm
 
 PROMPTS = ["the movie was", "i liked it", "a plot"]
-
-
-def digest(tensors):
-    h = hashlib.sha256()
-    for k in sorted(tensors):
-        h.update(k.encode())
-        h.update(tensors[k].detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()
-
-
-def good_rate(prompts, responses):
-    return [r.split().count("good") / 4 for r in responses]
+_spec = importlib.util.spec_from_file_location("same_numbers_digest", Path(__file__).parents[1] / "same_numbers_digest.py")
+_helpers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_helpers)
+digest, good_rate = _helpers.digest, _helpers.good_rate
 
 
 def main(out: Path) -> None:
