@@ -6,7 +6,7 @@ For one minibatch of ``B`` transitions, with ``r = pi(a|s) / pi_behaviour(a|s)``
 - value loss: ``L_v = 0.5 mean((V - R)^2)``, or with value clipping (the PPO implementations'
   detail, Huang et al. 2022) ``0.5 mean(max((V - R)^2, (V_clip - R)^2))`` with
   ``V_clip = V_old + clip(V - V_old, -eps, eps)``. Stable-Baselines3's form (``vloss_form=
-  "clipped-mse"``) is ``mean((V_clip - R)^2)``: the clipped prediction alone, without the 0.5
+  "clipped-mse"``) is ``mean((V_clip - R)^2)``: the clipped prediction alone, without the 0.5.
 - entropy bonus: ``H = mean(entropy)``
 - ``loss = L_clip - ent_coef * H + vf_coef * L_v``
 
