@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,15 @@ def seeded_global_numpy(seed: int) -> Iterator[None]:
         yield
     finally:
         np.random.set_state(state)
+
+
+def bootstrap_intervals(scores: dict, statistic: Any, reps: int, seed: int) -> tuple[dict, dict]:
+    """rliable's stratified-bootstrap ``(points, cis)`` of ``statistic`` over ``scores``
+    (``{name: [runs, tasks]}``, or pairs for probability of improvement), seeded."""
+    from rliable import library as rly
+
+    with seeded_global_numpy(seed):
+        return rly.get_interval_estimates(scores, statistic, reps=reps, random_state=np.random.RandomState(seed))
 
 
 def final_scores(results: pd.DataFrame) -> pd.DataFrame:
@@ -76,7 +85,6 @@ def score_matrices(scores: pd.DataFrame, variants: list[str]) -> tuple[dict[str,
 
 def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0) -> dict[str, dict[str, list]]:
     """``{variant: {metric: [point, low, high]}}`` for IQM, median, mean and optimality gap."""
-    from rliable import library as rly
     from rliable import metrics
 
     def aggregate(x: np.ndarray) -> np.ndarray:
@@ -84,9 +92,7 @@ def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0
                          metrics.aggregate_optimality_gap(x)])
 
     usable = {k: v for k, v in matrices.items() if len(v)}
-    with seeded_global_numpy(seed):
-        points, cis = rly.get_interval_estimates(usable, aggregate, reps=reps,
-                                                 random_state=np.random.RandomState(seed))
+    points, cis = bootstrap_intervals(usable, aggregate, reps, seed)
     names = ("iqm", "median", "mean", "optimality_gap")
     return {v: {n: [float(points[v][i]), float(cis[v][0, i]), float(cis[v][1, i])] for i, n in enumerate(names)}
             for v in usable}
@@ -94,16 +100,13 @@ def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0
 
 def improvement(matrices: dict[str, np.ndarray], baseline: str, reps: int, seed: int = 0) -> dict[str, list]:
     """``{variant: [P(variant > baseline), low, high]}`` with stratified-bootstrap CIs."""
-    from rliable import library as rly
     from rliable import metrics
 
     pairs = {f"{v},{baseline}": (m, matrices[baseline]) for v, m in matrices.items()
              if v != baseline and len(m) and len(matrices[baseline])}
     if not pairs:
         return {}
-    with seeded_global_numpy(seed):
-        points, cis = rly.get_interval_estimates(pairs, metrics.probability_of_improvement, reps=reps,
-                                                 random_state=np.random.RandomState(seed))
+    points, cis = bootstrap_intervals(pairs, metrics.probability_of_improvement, reps, seed)
     return {k.split(",")[0]: [float(np.ravel(points[k])[0]), *map(float, np.ravel(cis[k])[:2])] for k in pairs}
 
 
@@ -122,15 +125,12 @@ def iqm_curve(curves: np.ndarray, reps: int = 1000, seed: int = 0) -> tuple[np.n
 
 def per_env_table(scores: pd.DataFrame, reps: int, seed: int = 0) -> pd.DataFrame:
     """Per env and variant: runs, mean, standard error, IQM and its 95% stratified-bootstrap CI."""
-    from rliable import library as rly
     from rliable import metrics
 
     rows = []
     for (env, variant), group in scores.groupby(["env", "variant"], sort=False):
         x = group["score"].to_numpy(dtype=np.float64)[:, None]
-        with seeded_global_numpy(seed):
-            point, ci = rly.get_interval_estimates({"v": x}, lambda s: np.array([metrics.aggregate_iqm(s)]),
-                                                   reps=reps, random_state=np.random.RandomState(seed))
+        point, ci = bootstrap_intervals({"v": x}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps, seed)
         rows.append({"env": env, "variant": variant, "runs": len(x), "mean": float(x.mean()),
                      "se": float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan"),
                      "iqm": float(point["v"][0]), "iqm_low": float(ci["v"][0, 0]), "iqm_high": float(ci["v"][1, 0])})

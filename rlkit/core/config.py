@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, TypeVar
+from typing import Any, Iterator, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from rlkit.errors import ConfigError
 
@@ -102,10 +102,7 @@ class PPOConfig:
         if self.target_kl is not None and not (_is_number(self.target_kl) and math.isfinite(self.target_kl)
                                                and self.target_kl > 0):
             raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
-        if self.kernels not in ("auto", "plain", "fast"):
-            raise ConfigError(f"kernels must be auto, plain or fast, got {self.kernels!r}")
-        if self.vloss_form not in ("max", "clipped-mse"):
-            raise ConfigError(f"vloss_form must be max or clipped-mse, got {self.vloss_form!r}")
+        require_choices(self)
 
 
 def _is_number(value: object) -> bool:
@@ -116,6 +113,19 @@ def require_seed(seed: object) -> None:
     """Seeds are integers in [0, 2**32) (what numpy, torch and Gymnasium all accept)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
         raise ConfigError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+
+
+@functools.cache
+def literal_choices(cls: type) -> dict[str, tuple]:
+    """The allowed values of each ``Literal``-typed field of a config class."""
+    return {name: get_args(hint) for name, hint in get_type_hints(cls).items() if get_origin(hint) is Literal}
+
+
+def require_choices(cfg: object) -> None:
+    """One-line :class:`ConfigError` naming the first ``Literal`` field whose value is not allowed."""
+    for name, allowed in literal_choices(type(cfg)).items():
+        if getattr(cfg, name) not in allowed:
+            raise ConfigError(f"{name} must be one of {', '.join(map(str, allowed))}; got {getattr(cfg, name)!r}")
 
 
 def require_positive_int(cfg: object, name: str) -> None:

@@ -35,10 +35,10 @@ class _Objective(torch.autograd.Function):
         pg_loss = torch.max(unclipped, clipped).mean()
         # Value loss, optionally the pessimistic max with a value clipped around the old one.
         v_err = new_values - returns
-        v_sq = v_err.square()
         if vloss_form == "clipped-mse":  # mean((V_clip - R)^2): d/dV = 2 (V_clip - R) inside the clip range
             v_loss, ctx.v_slope = _clipped_mse(new_values, old_values, returns, v_err, clip_coef, clip_vloss)
         elif clip_vloss:
+            v_sq = v_err.square()
             delta = new_values - old_values
             v_clipped_err = old_values + delta.clamp(-clip_coef, clip_coef) - returns
             v_sq_clipped = v_clipped_err.square()
@@ -49,7 +49,7 @@ class _Objective(torch.autograd.Function):
             ctx.v_slope = torch.where(v_sq >= v_sq_clipped, v_err,
                                       v_clipped_err * (delta.abs() <= clip_coef))
         else:
-            v_loss = 0.5 * v_sq.mean()
+            v_loss = 0.5 * v_err.square().mean()
             ctx.v_slope = v_err
         loss = torch.add(pg_loss, v_loss, alpha=vf_coef).sub_(entropy, alpha=ent_coef)
         # d/dlog pi = r d/dr = -A r through the unclipped branch where it is the max. The clipped

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, get_args, get_origin, get_type_hints
+from typing import Literal
 
-from rlkit.core.config import validation_enabled
+from rlkit.core.config import require_choices, validation_enabled
 from rlkit.errors import ConfigError
 
 
@@ -95,9 +95,7 @@ class VariantOptions:
 
     def validate(self) -> None:
         """One-line :class:`ConfigError` on an invalid or inconsistent variant setting."""
-        for name, allowed in _CHOICES.items():  # every Literal-typed switch
-            if getattr(self, name) not in allowed:
-                raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}")
+        require_choices(self)  # every Literal-typed switch
         if not (math.isfinite(self.outer_lr) and self.outer_lr > 0):
             raise ConfigError(f"outer_lr (sigma) must be > 0, got {self.outer_lr!r}")
         if not 0 <= self.outer_momentum < 1:
@@ -159,11 +157,6 @@ class VariantOptions:
             parts.append("hp3o+" if self.hp3o_plus else "hp3o")
         return "+".join(parts) or "ppo"
 
-
-
-_CHOICES = {name: get_args(hint) for name, hint in get_type_hints(VariantOptions).items()
-            if get_origin(hint) is Literal}
-"""The allowed values of each ``Literal`` field, checked by :meth:`VariantOptions.validate`."""
 
 
 def check_outer_optimizer(name: str, lr: float) -> None:
