@@ -6,14 +6,17 @@
 # Runs are bit-for-bit repeatable on one CPU kind only: vector kernels round differently on another
 # (tests/test_same_numbers.py keeps digests per CPU kind), so a re-run elsewhere gives other numbers,
 # not the committed ones.
-# Usage: bash benchmarks/reproductions.sh [WORKERS]   (sweep directories: $SWEEPS, default sweeps/)
+# Usage: bash benchmarks/reproductions.sh [WORKERS [SPEC ...]]   (sweep directories: $SWEEPS, default
+# sweeps/); naming specs (e.g. experiments/hp3o/timing_cartpole.toml) reproduces only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workers=${1:-2}
+only=("${@:2}")
 sweeps=${SWEEPS:-sweeps}
 rlkit=${RLKIT:-.venv/bin/rlkit}
 
 reproduce() {  # SPEC SWEEP_DIR RESULTS_DIR [BASELINE]
+    if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" $1 "* ]]; then return; fi
     "$rlkit" sweep "$1" --out "$2" --workers "$workers"
     "$rlkit" report "$2" --baseline "${4:-ppo}" > /dev/null
     mkdir -p "$3"
