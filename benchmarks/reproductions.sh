@@ -4,7 +4,7 @@
 # manifest). On a fresh machine this is many CPU-hours (see benchmarks/RESULTS.md for what each
 # took); run it in the background with `setsid nohup bash benchmarks/reproductions.sh &`.
 # Runs are bit-for-bit repeatable on one CPU kind only: vector kernels round differently on another
-# (tests/test_same_numbers.py keeps digests per CPU kind), so a re-run elsewhere gives other numbers,
+# (float rounding differs between CPU kinds), so a re-run elsewhere gives other numbers,
 # not the committed ones.
 # Usage: bash benchmarks/reproductions.sh [WORKERS [SPEC ...]]   (sweep directories: $SWEEPS, default
 # sweeps/); naming specs (e.g. experiments/hp3o/timing_cartpole.toml) reproduces only those.

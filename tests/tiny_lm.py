@@ -1,4 +1,4 @@
-"""Tiny random ``transformers`` models and a locally built tokenizer (no downloads)."""
+"""Tiny random ``transformers`` models, a locally built tokenizer (no downloads) and a programmatic reward."""
 
 from __future__ import annotations
 
@@ -54,3 +54,8 @@ def save_models(root, prompts=("the movie was", "i liked it")):
     tok.save_pretrained(rm_dir)
     prompt_file.write_text("\n".join(prompts) + "\n")
     return policy_dir, rm_dir, prompt_file
+
+
+def good_rate(prompts: list[str], responses: list[str]) -> list[float]:
+    """The tiny RLHF runs' reward: the share of a 4-token response that is "good"."""
+    return [r.split().count("good") / 4 for r in responses]
