@@ -1,5 +1,12 @@
-"""RLHF iteration benchmark: one RLHF PPO iteration, rlkit vs TRL's PPOTrainer (trl==1.12.0, the
-last release that has it), side by side in one run, each in a fresh process, one at a time.
+"""RLHF iteration benchmark: one RLHF iteration, rlkit vs TRL (trl==1.12.0, the last release with
+PPOTrainer; its GRPOTrainer too), side by side in one run, each in a fresh process, one at a time.
+Reports the median seconds per iteration and each process's peak resident memory.
+
+Critic-free arms: rlkit's group variant (RLOO and GRPO advantages, no value model) and TRL's
+GRPOTrainer at the same prompts and tokens: 8 responses per iteration = 2 prompts x 4 answers,
+4 epochs over the batch (TRL: ``num_iterations=4``, ``steps_per_generation=1``, so one
+iteration is one generation and 4 optimizer steps), KL coefficient 0.05 (TRL GRPO puts its
+k3 KL in the loss; rlkit keeps its per-token k1 penalty in the reward), clip 0.2, lr 3e-6.
 
 Identical settings: SmolLM2-135M-Instruct fp32 on CPU as policy and frozen reference; a reward
 model and a value model that are SmolLM2 backbones with a one-output head (rlkit: a separate
@@ -28,6 +35,8 @@ from llm_common import setup
 from report import emit
 
 COMMON = dict(batch=8, new_tokens=32, epochs=4, temperature=0.7, lr=3e-6, kl_coef=0.05)
+GROUP = 4
+"""Answers per prompt in the critic-free arms (8 responses = 2 prompts x 4)."""
 
 
 def seq_cls(model_dir: str, seed: int):
@@ -39,7 +48,15 @@ def seq_cls(model_dir: str, seed: int):
     return model
 
 
-def worker_rlkit(iterations: int, threads: int, shared: bool, style: str) -> list[float]:
+def peak_rss_gb() -> float:
+    """This process's peak resident memory (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def worker_rlkit(iterations: int, threads: int, shared: bool, style: str, group_form: str | None = None
+                 ) -> list[float]:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -53,7 +70,8 @@ def worker_rlkit(iterations: int, threads: int, shared: bool, style: str) -> lis
                      num_minibatches=1, temperature=COMMON["temperature"], learning_rate=COMMON["lr"],
                      kl_coef=COMMON["kl_coef"], kl_estimator="k1", vf_coef=0.1, clip_coef=0.2, gamma=1.0,
                      gae_lambda=0.95, separate_critic=not shared, iterations=iterations, torch_threads=threads,
-                     logdir="/tmp/rlkit-trl-bench", save_model=False)
+                     logdir="/tmp/rlkit-trl-bench", save_model=False,
+                     **(dict(group_size=GROUP, group_form=group_form) if group_form else {}))
     trainer = RLHFTrainer(cfg, reward=RewardModelScorer(rm, tokenizer),
                           policy=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
                           tokenizer=tokenizer, prompts=prompts)
@@ -105,6 +123,66 @@ def worker_trl(iterations: int, threads: int, style: str) -> list[float]:
     return times
 
 
+def worker_trl_grpo(iterations: int, threads: int, style: str) -> list[float]:
+    os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    model_dir, tokenizer, prompts = setup(threads, style)
+    tokenizer.pad_token = "<|endoftext|>"
+    tokenizer.padding_side = "left"
+    b = COMMON["batch"]
+    dataset = Dataset.from_dict({"prompt": prompts})
+    args = GRPOConfig(output_dir="/tmp/trl-grpo-bench", per_device_train_batch_size=b, num_generations=GROUP,
+                      steps_per_generation=1, num_iterations=COMMON["epochs"], max_steps=COMMON["epochs"] * iterations,
+                      max_completion_length=COMMON["new_tokens"], temperature=COMMON["temperature"],
+                      learning_rate=COMMON["lr"], beta=COMMON["kl_coef"], epsilon=0.2, use_cpu=True, report_to="none",
+                      save_strategy="no", logging_steps=1, seed=1, dataloader_num_workers=0)
+    times: list[float] = []
+    steps: list[float] = []
+
+    class Clock(TrainerCallback):
+        last = None
+
+        def on_step_end(self, args, state, control, **kwargs):
+            now = time.perf_counter()
+            steps.append(now - (Clock.last or start))
+            Clock.last = now
+            if len(steps) % COMMON["epochs"] == 0:  # one generation and its num_iterations optimizer steps
+                times.append(sum(steps[-COMMON["epochs"]:]))
+
+    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
+                          reward_funcs=seq_cls(model_dir, 0), args=args, train_dataset=dataset,
+                          processing_class=tokenizer, reward_processing_classes=tokenizer, callbacks=[Clock()])
+    start = time.perf_counter()
+    trainer.train()
+    return times
+
+
+WORKERS = {
+    "trl": ("TRL 1.12.0 PPOTrainer (separate value model)", "trl"),
+    "rlkit": ("rlkit PPO, separate critic (same models as TRL PPO)", "trl"),
+    "rlkit-shared": ("rlkit PPO, shared trunk (default)", "trl"),
+    "trl-grpo": ("TRL 1.12.0 GRPOTrainer (no value model)", "trl-grpo"),
+    "rlkit-rloo": ("rlkit RLOO (group variant, no value model)", "trl-grpo"),
+    "rlkit-grpo": ("rlkit GRPO (group variant, no value model)", "trl-grpo"),
+}
+"""Arm -> (table label, the TRL arm it is compared with)."""
+
+
+def run_worker(name: str, iterations: int, threads: int, style: str) -> list[float]:
+    n = iterations + 1
+    fn = {"trl": lambda: worker_trl(n, threads, style),
+          "rlkit": lambda: worker_rlkit(n, threads, False, style),
+          "rlkit-shared": lambda: worker_rlkit(n, threads, True, style),
+          "trl-grpo": lambda: worker_trl_grpo(n, threads, style),
+          "rlkit-rloo": lambda: worker_rlkit(n, threads, True, style, "rloo"),
+          "rlkit-grpo": lambda: worker_rlkit(n, threads, True, style, "grpo")}[name]
+    return fn()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=4, help="timed iterations after one warm-up")
@@ -112,36 +190,36 @@ def main() -> None:
     parser.add_argument("--prompts", choices=["chat", "plain"], default="chat",
                         help="chat-formatted review openings (46-62 tokens) or the bare openings (4-12 tokens)")
     parser.add_argument("--write", default="benchmarks/RESULTS.md")
+    parser.add_argument("--arms", nargs="+", choices=list(WORKERS), default=list(WORKERS),
+                        help="which arms to run (each in a fresh process, one after another)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    n = args.iterations + 1
     if args.worker:
-        fn = {"trl": lambda: worker_trl(n, args.threads, args.prompts),
-              "rlkit": lambda: worker_rlkit(n, args.threads, False, args.prompts),
-              "rlkit-shared": lambda: worker_rlkit(n, args.threads, True, args.prompts)}[args.worker]
-        print(json.dumps(fn()))
+        times = run_worker(args.worker, args.iterations, args.threads, args.prompts)
+        print(json.dumps({"times": times, "peak_gb": peak_rss_gb()}))
         return
-    medians = {}
-    for name in ("trl", "rlkit", "rlkit-shared"):
+    medians, peaks = {}, {}
+    for name in args.arms:
         out = subprocess.run([sys.executable, __file__, "--worker", name, "--iterations", str(args.iterations),
                               "--threads", str(args.threads), "--prompts", args.prompts], capture_output=True, text=True)
         if out.returncode:
             raise SystemExit(f"{name} failed:\n{out.stderr[-4000:]}")
-        times = json.loads(out.stdout.strip().splitlines()[-1])[1:]  # drop the warm-up iteration
-        medians[name] = statistics.median(times)
-        print(f"{name}: median {medians[name]:.2f} s per iteration over {len(times)} ({[round(t, 2) for t in times]})",
-              flush=True)
-    lines = [f"\n### One RLHF PPO iteration vs TRL PPOTrainer — {time.strftime('%Y-%m-%d %H:%M')}",
+        record = json.loads(out.stdout.strip().splitlines()[-1])
+        times = record["times"][1:]  # drop the warm-up iteration
+        medians[name], peaks[name] = statistics.median(times), record["peak_gb"]
+        print(f"{name}: median {medians[name]:.2f} s per iteration over {len(times)} ({[round(t, 2) for t in times]}), "
+              f"peak RSS {peaks[name]:.2f} GB", flush=True)
+    lines = [f"\n### One RLHF iteration vs TRL — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/llm_vs_trl.py --iterations {args.iterations} --threads {args.threads} "
-             f"--prompts {args.prompts}`  ",
-             f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads, nothing else running; "
-             f"SmolLM2-135M-Instruct fp32, batch 8, 32 new tokens, 4 epochs, 1 minibatch, {args.prompts} prompts\n",
-             "| framework | median s / iteration | speed-up vs TRL | target |", "|---|---|---|---|",
-             f"| TRL 1.12.0 PPOTrainer | {medians['trl']:.2f} | 1.00× | |",
-             f"| rlkit, separate critic (same models as TRL) | {medians['rlkit']:.2f} | "
-             f"{medians['trl'] / medians['rlkit']:.2f}× | ≥ 1.5× |",
-             f"| rlkit, shared trunk (default) | {medians['rlkit-shared']:.2f} | "
-             f"{medians['trl'] / medians['rlkit-shared']:.2f}× | |"]
+             f"--prompts {args.prompts} --arms {' '.join(args.arms)}`  ",
+             f"Machine: {platform.node()}, {platform.machine()}, {platform.processor() or 'cpu'}, {args.threads} torch "
+             f"threads, nothing else running; SmolLM2-135M-Instruct fp32, 8 responses x 32 new tokens, 4 epochs, 1 "
+             f"minibatch, {args.prompts} prompts; critic-free arms: 2 prompts x {GROUP} answers\n",
+             "| arm | median s / iteration | speed-up vs its TRL arm | peak RSS (GB) |", "|---|---|---|---|"]
+    for name in args.arms:
+        label, base = WORKERS[name]
+        ratio = f"{medians[base] / medians[name]:.2f}×" if base in medians else "—"
+        lines.append(f"| {label} | {medians[name]:.2f} | {ratio} | {peaks[name]:.2f} |")
     emit(lines, args.write)
 
 

@@ -1,7 +1,8 @@
 """rlkit: one PPO core for classic control, MuJoCo and token-level LLM environments.
 
 Packages, from the bottom up: :mod:`rlkit.errors` and :mod:`rlkit.io` (checkpoints, logging),
-:mod:`rlkit.core` (the PPO algorithm), :mod:`rlkit.fast` (opt-in kernels) and
+:mod:`rlkit.core` (the PPO algorithm), :mod:`rlkit.fast` (fused kernels, on by default for
+the gym trainer on the CPU) and
 :mod:`rlkit.variants` (Outer-PPO, HP3O), then the two trainers :mod:`rlkit.gym` and
 :mod:`rlkit.rlhf`, and :mod:`rlkit.cli`.
 """
@@ -16,13 +17,13 @@ from rlkit.errors import (CheckpointError, ConfigError, EnvError, NonFiniteError
 from rlkit.gym.agent import Agent, load_agent
 from rlkit.gym.config import PRESETS, TrainConfig, preset
 from rlkit.gym.trainer import PPOTrainer, TrainResult, train
-from rlkit.variants.options import VariantOptions
+from rlkit.variants import VariantGroups, VariantOptions
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Agent", "Batch", "CategoricalHead", "CheckpointError", "ConfigError", "DiagGaussianHead", "EnvError",
     "GAEResult", "LossOutput", "NonFiniteError", "PPOConfig", "PPOTrainer", "PRESETS", "RlkitError",
-    "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantOptions", "clipped_surrogate",
+    "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantGroups", "VariantOptions", "clipped_surrogate",
     "compute_gae", "load_agent", "make_head", "ppo_loss", "preset", "register_head", "train",
 ]

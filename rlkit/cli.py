@@ -16,7 +16,6 @@ import tyro
 
 from rlkit.core.config import deferred_validation, flat_field_names
 from rlkit.errors import ConfigError, RlkitError
-from rlkit.gym.config import PRESETS, TrainConfig, preset
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
 """Flags stay flat (``--clip-coef``) although the PPO and variant fields are composed sub-configs."""
@@ -49,6 +48,8 @@ def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
 
 
 def _train(argv: list[str]) -> int:
+    from rlkit.gym.config import PRESETS, TrainConfig, preset
+
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
     known, rest = pre.parse_known_args(argv)
@@ -186,17 +187,20 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     return 130
 
 
+def _usage(ok: bool) -> int:
+    from rlkit.gym.config import PRESETS
+
+    print(USAGE + f"\npresets: {', '.join(PRESETS)}", file=sys.stdout if ok else sys.stderr)
+    return 0 if ok else 2
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm, "sweep": _sweep, "report": _report}
-    if argv[:1] in (["-h"], ["--help"]):
-        print(USAGE + f"\npresets: {', '.join(PRESETS)}")
-        return 0
-    if not argv or argv[0] not in commands:
-        print(USAGE + f"\npresets: {', '.join(PRESETS)}", file=sys.stderr)
-        return 2
     logging.basicConfig(format="rlkit: %(message)s", level=logging.WARNING)
     try:
+        if argv[:1] in (["-h"], ["--help"]) or not argv or argv[0] not in commands:
+            return _usage(ok=argv[:1] in (["-h"], ["--help"]))
         return commands[argv[0]](argv[1:])
     except RlkitError as exc:
         print(f"rlkit: error: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rlkit.core.loop import EVAL_SEED_OFFSET
 from rlkit.errors import ConfigError
 from rlkit.gym.agent import run_episodes
 from rlkit.io.logger import Logger
@@ -82,7 +83,8 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
     def evaluate(step: int) -> None:
         start = time.perf_counter()
         seconds.append(start - clock["start"] - clock["eval"])  # training time so far
-        result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + 10_000, cfg["eval_max_steps"] or None)
+        result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + EVAL_SEED_OFFSET,
+                              cfg["eval_max_steps"] or None)
         clock["eval"] += time.perf_counter() - start
         history.append((step, result.mean, result.std))
         logger.scalars({"eval/return_mean": result.mean, "eval/return_std": result.std}, step)

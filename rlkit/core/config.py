@@ -1,11 +1,11 @@
 """The PPO hyperparameters every trainer shares, and the helpers that let a trainer's config
 compose them (and the variant options) while reading and writing as one flat record.
 
-A trainer's config holds ``ppo: PPOConfig`` and ``variants: VariantOptions`` as fields. Flags
-stay flat (``--clip-coef``, ``--outer-lr``: tyro's argument prefixes are omitted), fields read
-flat (``cfg.clip_coef``), overrides are flat (``cfg.replace(clip_coef=0.1)``), and
-``to_dict`` / ``from_dict`` write and read the flat JSON record stored in ``config.json`` and
-in checkpoints.
+A trainer's config holds sub-configs as fields (``ppo: PPOConfig``, and ``variants`` with one
+options group per registered variant). Flags stay flat (``--clip-coef``, ``--outer-lr``: tyro's
+argument prefixes are omitted) while ``--help`` shows each sub-config as a group; fields read
+flat (``cfg.clip_coef``), overrides are flat (``cfg.replace(clip_coef=0.1)``), and ``to_dict`` /
+``from_dict`` write and read the flat JSON record stored in ``config.json`` and in checkpoints.
 """
 
 from __future__ import annotations
@@ -76,8 +76,10 @@ class PPOConfig:
     target_kl: float | None = None
     """Stop the epochs of an update early once approx_kl exceeds this (None: never)."""
     kernels: Literal["auto", "plain", "fast"] = "auto"
-    """Loss and optimizer implementation: plain (the formula, autograd), fast (fused kernels,
-    same numbers within rounding) or auto (fast for small MLPs on the CPU, plain otherwise)."""
+    """Kernels: plain (the loss formula with autograd, torch's Adam, the MLP modules), fast (fused
+    loss node, direct fused-Adam step and, in the gym trainer, the fused actor-critic MLP; same
+    numbers within rounding) or auto (the default: fast for the gym trainer on the CPU, plain on
+    other devices and in the RLHF trainer). Use plain to run without fused kernels."""
 
     def __post_init__(self) -> None:
         if _VALIDATE.get():
@@ -135,6 +137,54 @@ def require_positive_int(cfg: object, name: str) -> None:
 
 
 # ---------------------------------------------------------------- composed configs
+# A composed config holds sub-configs (frozen dataclasses, nested to any depth: ``ppo``, and
+# ``variants`` with one options group per registered variant). Their leaf fields read, override
+# and serialize flat: ``cfg.clip_coef``, ``cfg.replace(outer_lr=1.5)``, one flat JSON record.
+@functools.cache
+def sub_configs(cls: type) -> dict[str, type | None]:
+    """Each field of a config class -> the dataclass it holds as a sub-config (None: a plain field)."""
+    out: dict[str, type | None] = {}
+    for f in dataclasses.fields(cls):
+        factory = f.default_factory
+        value = factory() if callable(factory) else None
+        out[f.name] = type(value) if dataclasses.is_dataclass(value) else None
+    return out
+
+
+@functools.cache
+def flat_field_names(cls: type) -> dict[str, tuple[str, ...]]:
+    """Every leaf field name -> the path of sub-config fields holding it (``()``: the config's own)."""
+    names: dict[str, tuple[str, ...]] = {}
+    for name, sub in sub_configs(cls).items():
+        if sub is None:
+            names[name] = ()
+        else:
+            names.update({k: (name, *path) for k, path in flat_field_names(sub).items()})
+    return names
+
+
+def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Split flat overrides into the config's own fields and each sub-config's. A sub-config's
+    name with a dataclass value replaces it whole; a leaf name reaches its sub-config."""
+    names = flat_field_names(cls)
+    fields = sub_configs(cls)
+    own: dict[str, Any] = {}
+    nested: dict[str, dict[str, Any]] = {}
+    unknown = []
+    for key, value in overrides.items():
+        if fields.get(key) is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+            own[key] = value
+        elif names.get(key):
+            nested.setdefault(names[key][0], {})[key] = value
+        elif key in fields and fields[key] is None:
+            own[key] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        raise ConfigError(f"unknown config field(s): {', '.join(sorted(map(str, unknown)))}")
+    return own, nested
+
+
 def flat_init(cls: type[C]) -> type[C]:
     """Class decorator: the dataclass constructor also takes the sub-configs' fields flat,
     ``TrainConfig(env=..., learning_rate=3e-4, outer_lr=1.5)``. (The signature tools see stays
@@ -143,53 +193,33 @@ def flat_init(cls: type[C]) -> type[C]:
 
     @functools.wraps(generated)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        names = flat_field_names(cls)
+        own, nested = _route(cls, kwargs)
         defaults = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        for part in ("ppo", "variants"):
-            sub = {k: kwargs.pop(k) for k in list(kwargs) if names.get(k) == part}
-            if sub:
-                base = kwargs[part] if part in kwargs else defaults[part].default_factory()  # type: ignore[misc]
-                kwargs[part] = dataclasses.replace(base, **sub)
-        generated(self, *args, **kwargs)
+        for part, sub in nested.items():
+            base = own[part] if part in own else defaults[part].default_factory()  # type: ignore[misc]
+            own[part] = composed_replace(base, sub)
+        generated(self, *args, **own)
 
     cls.__init__ = __init__  # type: ignore[assignment]
     return cls
 
 
-def flat_field_names(cls: type) -> dict[str, str | None]:
-    """Every flat field name -> the sub-config holding it (None: the config's own field)."""
-    names: dict[str, str | None] = {}
-    for f in dataclasses.fields(cls):
-        if f.name in ("ppo", "variants"):
-            names.update({g.name: f.name for g in dataclasses.fields(f.default_factory())})  # type: ignore[misc]
-        else:
-            names[f.name] = None
-    return names
-
-
 def composed_getattr(cfg: object, name: str) -> Any:
-    """Flat read access to a field of a composed sub-config (``cfg.clip_coef``)."""
-    for part in ("ppo", "variants"):
-        try:
-            sub = object.__getattribute__(cfg, part)
-        except AttributeError:
-            continue
-        if name in sub.__dataclass_fields__:
-            return getattr(sub, name)
-    raise AttributeError(f"{type(cfg).__name__!r} object has no attribute {name!r}")
+    """Flat read access to a leaf field of a composed sub-config (``cfg.clip_coef``)."""
+    path = flat_field_names(type(cfg)).get(name)
+    if not path:
+        raise AttributeError(f"{type(cfg).__name__!r} object has no attribute {name!r}")
+    value = cfg
+    for part in path:
+        value = object.__getattribute__(value, part)
+    return getattr(value, name)
 
 
 def composed_replace(cfg: C, overrides: dict[str, Any]) -> C:
     """A copy of ``cfg`` with flat field overrides routed to their sub-configs (validated again)."""
-    names = flat_field_names(type(cfg))
-    unknown = set(overrides) - set(names) - {"ppo", "variants"}
-    if unknown:
-        raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
-    own = {k: v for k, v in overrides.items() if names.get(k) is None}
-    for part in ("ppo", "variants"):
-        sub_overrides = {k: v for k, v in overrides.items() if names.get(k) == part}
-        if sub_overrides:
-            own[part] = dataclasses.replace(own.get(part, getattr(cfg, part)), **sub_overrides)
+    own, nested = _route(type(cfg), overrides)
+    for part, sub in nested.items():
+        own[part] = composed_replace(own.get(part, getattr(cfg, part)), sub)
     try:
         return dataclasses.replace(cfg, **own)  # type: ignore[type-var]
     except TypeError as exc:
@@ -197,11 +227,11 @@ def composed_replace(cfg: C, overrides: dict[str, Any]) -> C:
 
 
 def composed_to_dict(cfg: object) -> dict[str, Any]:
-    """The flat record: the config's own fields with each sub-config's fields in place."""
+    """The flat record: the config's own fields with each sub-config's leaf fields in place."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cfg):  # type: ignore[arg-type]
-        value = getattr(cfg, f.name)
-        out.update(dataclasses.asdict(value) if f.name in ("ppo", "variants") else {f.name: value})
+    for name, sub in sub_configs(type(cfg)).items():
+        value = getattr(cfg, name)
+        out.update(composed_to_dict(value) if sub is not None else {name: value})
     return out
 
 
@@ -213,16 +243,15 @@ def composed_from_dict(cls: type[C], data: dict[str, Any]) -> C:
         raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")
     types = {f.name: f.type for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     data = {k: tuple(v) if isinstance(v, list) and "tuple" in str(types.get(k, "")) else v for k, v in data.items()}
-    kwargs: dict[str, Any] = {k: v for k, v in data.items() if names[k] is None}
     with deferred_validation():
-        base = cls(**kwargs)
-    return composed_replace(base, {k: v for k, v in data.items() if names[k] is not None})
+        base = cls(**{k: v for k, v in data.items() if not names[k]})
+    return composed_replace(base, {k: v for k, v in data.items() if names[k]})
 
 
 class ComposedConfig:
-    """What every trainer config shares: composed ``ppo`` and ``variants`` read, override and
-    serialize as flat fields, validation on construction, the run checks (run name, seed,
-    device) and the variant's short name. A config adds its own fields and ``validate_own``."""
+    """What every trainer config shares: composed sub-configs read, override and serialize as
+    flat fields, validation on construction, the run checks (run name, seed, device) and the
+    variant's short name. A config adds its own fields and ``validate_own``."""
 
     def __post_init__(self) -> None:
         if validation_enabled():
@@ -236,8 +265,9 @@ class ComposedConfig:
         from rlkit.core.device import check_device
         from rlkit.io.checkpoint import check_run_name
 
-        self.ppo.validate()  # type: ignore[attr-defined]
-        self.variants.validate()  # type: ignore[attr-defined]
+        for name, sub in sub_configs(type(self)).items():
+            if sub is not None:
+                getattr(self, name).validate()
         if self.run_name is not None:  # type: ignore[attr-defined]
             check_run_name(self.run_name)  # type: ignore[attr-defined]
         require_seed(self.seed)  # type: ignore[attr-defined]

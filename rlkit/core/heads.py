@@ -7,13 +7,14 @@ and entropies are summed over action dimensions. The math is written out (no
 ``torch.distributions`` objects on the hot path) and tested against ``torch.distributions``.
 
 A new head is a class with the :class:`PolicyHead` members plus one :func:`register_head`
-call; nothing else in rlkit branches on the kind of head.
+call; nothing else in rlkit branches on the kind of head. What a fused kernel may do with a head
+is the head's own declaration (:attr:`PolicyHead.fused_kind`), never a type check.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple, Protocol
+from typing import Callable, ClassVar, Literal, NamedTuple, Protocol
 
 import gymnasium as gym
 import numpy as np
@@ -23,6 +24,9 @@ from torch import nn
 from rlkit.errors import UnsupportedSpaceError
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+FusedKind = Literal["categorical", "autograd"]
+"""The fused-kernel families a head can declare (see :attr:`PolicyHead.fused_kind`)."""
 
 
 class NumpySample(NamedTuple):
@@ -41,8 +45,17 @@ class NumpySampler(Protocol):
 
 
 class PolicyHead(Protocol):
-    """What the buffer, the loss and the actors need from an action distribution."""
+    """What the buffer, the loss and the actors need from an action distribution.
 
+    A head may subclass this protocol (it then inherits the defaults below) or only match it."""
+
+    fused_kind: ClassVar[FusedKind | None] = None
+    """What the fused PPO loss (:mod:`rlkit.fast.loss`) may do with this head: ``"categorical"``
+    (params are softmax logits; one fused node computes log-prob and entropy), ``"autograd"`` (the
+    head's own ``log_prob_entropy`` feeds the fused objective through autograd) or None (the plain
+    loss of :mod:`rlkit.core.loss` runs, whatever ``kernels`` says). None is the default: a head
+    that declares nothing gets the formula (:func:`make_head` sets the default on a head that
+    matches the protocol without subclassing it or declaring this)."""
     out_dim: int
     """Width of the actor's output the head reads."""
     action_shape: tuple[int, ...]
@@ -69,6 +82,7 @@ class PolicyHead(Protocol):
 class CategoricalHead(nn.Module):
     """Categorical over ``n`` actions (``Discrete``); params are logits ``[B, n]``."""
 
+    fused_kind: ClassVar[FusedKind | None] = "categorical"
     action_shape: tuple[int, ...] = ()
     action_dtype = torch.int64
 
@@ -138,6 +152,7 @@ class DiagGaussianHead(nn.Module):
     storing would bias the log-probabilities of actions at the bounds).
     """
 
+    fused_kind: ClassVar[FusedKind | None] = "autograd"
     action_dtype = torch.float32
 
     def __init__(self, action_dim: int, low: np.ndarray, high: np.ndarray, init_log_std: float = 0.0) -> None:
@@ -207,9 +222,17 @@ def make_head(space: gym.Space) -> PolicyHead:
     """The head for an action space; any other space is a one-line error naming it."""
     for space_type, factory in _HEADS:
         if isinstance(space, space_type):
-            return factory(space)
+            return _declared(factory(space))
     names = ", ".join(sorted({t.__name__ for t, _ in _HEADS}))
     raise UnsupportedSpaceError(f"unsupported action space {space}: rlkit has heads for {names} actions")
+
+
+def _declared(head: PolicyHead) -> PolicyHead:
+    """``head`` with :attr:`PolicyHead.fused_kind` present: a head that matches the protocol
+    structurally (without subclassing it) and declares nothing gets the protocol's default."""
+    if not hasattr(head, "fused_kind"):
+        setattr(head, "fused_kind", PolicyHead.fused_kind)  # on the instance: the user's class stays as written
+    return head
 
 
 def _box_head(space: gym.Space) -> PolicyHead:

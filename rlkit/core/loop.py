@@ -38,7 +38,14 @@ class Iteration(NamedTuple):
     """Shown beside the progress bar (e.g. the recent return)."""
 
 
+class Scheduled(Protocol):
+    def schedule(self, fraction: float) -> None:
+        """Before every update: the inner learning rate is ``fraction`` of its initial value."""
+
+
 class Iterating(Protocol):
+    hooks: list[Scheduled]
+    """Told the learning rate's annealing fraction before every update (e.g. Outer-PPO's sigma / mu)."""
     updates_done: int
     seconds: float
     """Seconds spent in updates so far (across resumes)."""
@@ -71,6 +78,15 @@ class Schedule:
     def checkpoint_due(self, updates_done: int) -> bool:
         return bool(self.checkpoint_every) and (updates_done % self.checkpoint_every == 0
                                                 or updates_done == self.num_updates)
+
+
+EPISODE_RESEED_STRIDE = 7919
+"""After a checkpoint the envs restart from ``seed + EPISODE_RESEED_STRIDE * updates_done`` (a prime,
+so restarts never reuse the run's first seeds), so a resumed run continues as an uninterrupted one."""
+EVAL_SEED_OFFSET = 10_000
+"""Evaluation episodes use ``seed + EVAL_SEED_OFFSET``: other episodes than training's, the same every time."""
+PROMPT_STREAM_STRIDE = 100_003
+"""RLHF sub-env i's prompt stream is seeded ``seed * PROMPT_STREAM_STRIDE + i`` (a prime above any env count)."""
 
 
 def seed_and_threads(seed: int, threads: int) -> None:
@@ -160,9 +176,8 @@ def _loop(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Sc
         start = time.perf_counter()
         lr = schedule.lr(trainer.updates_done)
         optimizer.param_groups[0]["lr"] = lr
-        for hook in getattr(trainer, "hooks", ()):  # e.g. Outer-PPO annealing sigma / mu with the inner rate
-            if hasattr(hook, "schedule"):
-                hook.schedule(lr / schedule.learning_rate)
+        for hook in trainer.hooks:
+            hook.schedule(lr / schedule.learning_rate)
         stats, step, units, postfix = trainer.iterate()
         seconds = time.perf_counter() - start
         trainer.seconds += seconds

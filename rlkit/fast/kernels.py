@@ -1,4 +1,4 @@
-"""Which implementation of the loss and the optimizer step a trainer uses."""
+"""Which implementation of the loss, the optimizer step and the MLP forward a trainer uses."""
 
 from __future__ import annotations
 
@@ -11,24 +11,38 @@ from rlkit.core.loss import LossFn, ppo_loss
 from rlkit.core.optim import FlatParameters, Optimizer, make_adam
 from rlkit.fast.adam import FlatAdam
 from rlkit.fast.loss import fused_ppo_loss
+from rlkit.fast.mlp import ActorCriticMLP, install_fused_forward
 
 KernelChoice = Literal["auto", "plain", "fast"]
 
 
 @dataclass(frozen=True)
 class Kernels:
-    """The chosen pieces: ``fast`` says whether the opt-in kernels are used."""
+    """The chosen pieces. With ``fast`` the loss is :func:`rlkit.fast.loss.fused_ppo_loss` and
+    :meth:`adam` steps through :class:`rlkit.fast.adam.FlatAdam`; otherwise both are plain."""
 
     fast: bool
+    """Whether the fused loss and the direct fused-Adam step are used."""
     loss: LossFn
+    fused_mlp: bool
+    """Whether :meth:`prepare` installs the fused actor-critic MLP (fast, on an MLP policy)."""
 
     def adam(self, flat: FlatParameters, lr: float, eps: float = 1e-5) -> Optimizer:
         """Adam over ``flat``: torch's own, or the direct fused-kernel step."""
         return FlatAdam(flat, lr, eps) if self.fast else make_adam(flat, lr, eps)
 
+    def prepare(self, model: ActorCriticMLP, flat: FlatParameters) -> None:
+        """Wire the chosen kernels into ``model``, whose parameters ``flat`` holds: with
+        ``fused_mlp`` its forward becomes the one-node MLP of :mod:`rlkit.fast.mlp`; otherwise the
+        model is left exactly as built (its modules' forward)."""
+        if self.fused_mlp:
+            install_fused_forward(model, flat)
+
 
 def select_kernels(choice: KernelChoice, small_mlp: bool, device: torch.device) -> Kernels:
-    """``plain`` and ``fast`` as named; ``auto`` is fast for a small MLP policy in float32 on
-    the CPU (per-op cost dominates there) and plain otherwise (language models, CUDA)."""
+    """``plain`` and ``fast`` as named; ``auto`` is ``fast`` when ``small_mlp`` (the gym trainer's
+    MLP policy) and ``device`` is the CPU, where per-op cost dominates a PPO step, and ``plain``
+    otherwise (the language-model trainer, CUDA and any other device). The fused MLP comes with
+    ``fast`` on an MLP policy only."""
     fast = choice == "fast" or (choice == "auto" and small_mlp and device.type == "cpu")
-    return Kernels(fast, fused_ppo_loss if fast else ppo_loss)
+    return Kernels(fast, fused_ppo_loss if fast else ppo_loss, fused_mlp=fast and small_mlp)

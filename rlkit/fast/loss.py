@@ -6,6 +6,11 @@ CPU with minibatches of 64-128 that per-op cost was a third of a PPO step (profi
 forward below is the same formula; ``backward`` is its derivative. Both are tested against
 the plain path (tests/fast) in all sign/clip cases, including the rounding case where
 ``old + (V - old) != V`` inside the value clip range.
+
+The head says what the fused loss may do with it (:attr:`rlkit.core.heads.PolicyHead.fused_kind`):
+``"categorical"`` heads get the fused log-prob/entropy node of :mod:`rlkit.fast.categorical`,
+``"autograd"`` heads feed their own ``log_prob_entropy`` into the fused objective, and a head
+that declares neither gets :func:`rlkit.core.loss.ppo_loss` itself.
 """
 
 from __future__ import annotations
@@ -13,8 +18,8 @@ from __future__ import annotations
 import torch
 
 from rlkit.core.buffer import Batch
-from rlkit.core.heads import CategoricalHead, PolicyHead
-from rlkit.core.loss import LossOutput, normalize_advantages
+from rlkit.core.heads import PolicyHead
+from rlkit.core.loss import LossOutput, normalize_advantages, ppo_loss
 from rlkit.fast.categorical import categorical_log_prob_entropy
 
 
@@ -85,11 +90,16 @@ def _clipped_mse(new_values: torch.Tensor, old_values: torch.Tensor, returns: to
 def fused_ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
                    clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float,
                    norm_adv: bool, vloss_form: str = "max") -> LossOutput:
-    """Same arguments and result as :func:`rlkit.core.loss.ppo_loss`, fewer autograd nodes."""
-    if isinstance(head, CategoricalHead):
+    """Same arguments and result as :func:`rlkit.core.loss.ppo_loss`, fewer autograd nodes; the
+    plain loss itself for a head whose ``fused_kind`` is neither ``"categorical"`` nor ``"autograd"``."""
+    kind = head.fused_kind
+    if kind == "categorical":
         new_log_probs, entropy = categorical_log_prob_entropy(dist_params, mb.actions)
-    else:
+    elif kind == "autograd":
         new_log_probs, entropy = head.log_prob_entropy(dist_params, mb.actions)
+    else:
+        return ppo_loss(head, dist_params, new_values, mb, clip_coef=clip_coef, clip_vloss=clip_vloss,
+                        ent_coef=ent_coef, vf_coef=vf_coef, norm_adv=norm_adv, vloss_form=vloss_form)
     entropy = entropy.mean()
     advantages = normalize_advantages(mb.advantages) if norm_adv else mb.advantages
     loss, pg_loss, v_loss, log_ratio = _Objective.apply(

@@ -1,4 +1,5 @@
-"""The actor and critic MLPs of :class:`~rlkit.gym.policies.MLPActorCritic` as one autograd node.
+"""A model's actor and critic MLPs (Linear/Tanh stacks, e.g. the gym trainer's policy) as one
+autograd node, installed by :func:`install_fused_forward` in the model's ``forward_override``.
 
 Why (profiled): with minibatches of 64-128 transitions the matrix products are a
 few microseconds each and a PPO step was dominated by per-op cost: autograd recording,
@@ -14,13 +15,27 @@ is tested against autograd through the plain modules (tests/fast).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple, Protocol
 
 import numpy as np
 import torch
 from torch import nn
 
+from rlkit.core.optim import FlatParameters
+
 _tanh_backward = torch.ops.aten.tanh_backward
+
+
+class ActorCriticMLP(Protocol):
+    """What the fused node needs of a model: the two stacks, and the plug point it goes in."""
+
+    actor: nn.Sequential
+    """Linear/Tanh layers, ``[B, obs_dim] -> [B, out_dim]``."""
+    critic: nn.Sequential
+    """Linear/Tanh layers, ``[B, obs_dim] -> [B, 1]``."""
+    forward_override: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None
+    """Called by the model's ``forward`` in place of the modules when set: ``obs [B, obs_dim]`` ->
+    (actor output ``[B, out_dim]``, values ``[B]``)."""
 
 
 class Layer(NamedTuple):
@@ -102,3 +117,12 @@ class _ActorCriticFunction(torch.autograd.Function):
                     g = _tanh_backward(torch.mm(g, layer.weight), inputs[i])
         ctx.inputs = None
         return None, plan.grad.clone(), None
+
+
+def install_fused_forward(model: ActorCriticMLP, flat: FlatParameters) -> FusedActorCritic:
+    """Run ``model``'s forward as one node over ``flat`` (built from the model's parameters, so
+    its modules' weights are views of ``flat.param``): same values and gradients, fewer ops."""
+    plan = FusedActorCritic(model.actor, model.critic, flat.param,
+                            {id(p): s for p, s in zip(flat.params, flat.slices)})
+    model.forward_override = plan
+    return plan

@@ -1,9 +1,9 @@
 """Frozen run configuration for PPO on Gymnasium environments, and its presets.
 
 Every field's docstring is the ``--help`` text of ``rlkit train`` (tyro reads them). The PPO
-hyperparameters (:class:`rlkit.core.config.PPOConfig`) and the variant options
-(:class:`rlkit.variants.options.VariantOptions`) are composed in, and read, override and
-serialize as flat fields (``cfg.clip_coef``, ``--clip-coef``, ``replace(clip_coef=...)``).
+hyperparameters (:class:`rlkit.core.config.PPOConfig`) and the variants' options groups
+(:data:`rlkit.variants.VariantGroups`) are composed in, and read, override and serialize as
+flat fields (``cfg.clip_coef``, ``--clip-coef``, ``replace(clip_coef=...)``).
 Validation raises :class:`rlkit.errors.ConfigError`, a one-line error.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from rlkit.core.config import ComposedConfig, PPOConfig, deferred_validation, flat_init, require_positive_int
 from rlkit.errors import ConfigError
-from rlkit.variants.options import VariantOptions
+from rlkit.variants import VariantGroups
 
 __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
 
@@ -35,8 +35,8 @@ class TrainConfig(ComposedConfig):
     """Rollout length per sub-environment between updates."""
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """PPO update hyperparameters."""
-    variants: VariantOptions = field(default_factory=VariantOptions)
-    """Outer-PPO and HP3O switches."""
+    variants: VariantGroups = field(default_factory=VariantGroups)
+    """Research variants, one options group each (Outer-PPO, HP3O, ...); all off by default."""
     norm_obs: bool = False
     """Normalize observations with running statistics (clipped to +-10), saved in checkpoints."""
     norm_reward: bool = False
@@ -74,10 +74,10 @@ class TrainConfig(ComposedConfig):
         for name in ("eval_episodes", "eval_every", "eval_max_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if self.update_batch_size % self.num_minibatches:
-            what = "hp3o_samples" if self.hp3o else "num_envs*num_steps"
+        if self.batch_size % self.num_minibatches and not any(v.replaces_batch for v in self.variants.enabled()):
             raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide the batch "
-                              f"{what}={self.update_batch_size}")
+                              f"num_envs*num_steps={self.batch_size}")
+        self.variants.require_supported("gym", self)
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
                               f"({self.batch_size} steps)")
@@ -88,15 +88,6 @@ class TrainConfig(ComposedConfig):
     def batch_size(self) -> int:
         """Transitions per rollout, num_envs * num_steps."""
         return self.num_envs * self.num_steps
-
-    @property
-    def update_batch_size(self) -> int:
-        """Transitions per epoch of the update: the rollout, or HP3O's hybrid sample."""
-        return self.hp3o_samples if self.hp3o else self.batch_size
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.update_batch_size // self.num_minibatches
 
     @property
     def num_updates(self) -> int:

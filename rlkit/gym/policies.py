@@ -8,7 +8,7 @@ output; zero biases.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -16,9 +16,7 @@ import torch
 from torch import nn
 
 from rlkit.core.heads import PolicyHead, make_head
-from rlkit.core.optim import FlatParameters
 from rlkit.errors import UnsupportedSpaceError
-from rlkit.fast.mlp import FusedActorCritic
 
 
 class ActResult(NamedTuple):
@@ -69,14 +67,9 @@ class MLPActorCritic(nn.Module):
         sizes = [self.obs_dim, *hidden_sizes]
         self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01)
         self.critic = _mlp([*sizes, 1], out_gain=1.0)
-        self.fused: FusedActorCritic | None = None
-
-    def use_flat_parameters(self, flat: FlatParameters) -> None:
-        """Run ``forward`` as one autograd node over ``flat`` (built from ``ordered_parameters()``),
-        see :mod:`rlkit.fast.mlp` (the fast kernels). Same values and gradients as the module
-        path, fewer ops."""
-        self.fused = FusedActorCritic(self.actor, self.critic, flat.param,
-                                      {id(p): s for p, s in zip(flat.params, flat.slices)})
+        self.forward_override: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None
+        """A replacement for the modules in ``forward`` with the same values and gradients, set by
+        whoever owns it (a trainer's kernels); None: the modules run."""
 
     def actor_parameters(self) -> list[nn.Parameter]:
         return [*self.actor.parameters(), *self.head.parameters()]
@@ -89,8 +82,8 @@ class MLPActorCritic(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs [B, obs_dim]`` -> (distribution params ``[B, out_dim]``, values ``[B]``)."""
-        if self.fused is not None:
-            return self.fused(obs)
+        if self.forward_override is not None:
+            return self.forward_override(obs)
         return self.actor(obs), self.critic(obs).squeeze(-1)
 
     def value(self, obs: torch.Tensor) -> torch.Tensor:

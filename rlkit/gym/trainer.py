@@ -12,15 +12,15 @@ import math
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 import numpy as np
 import torch
 
 from rlkit.core.buffer import Batch, FullBatch, Rollout, RolloutBuffer, iterate_minibatches
 from rlkit.core.device import torch_device
-from rlkit.core.loop import (Interrupted, Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
-                             write_result)
+from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupted, Iteration, Schedule, open_logger,
+                             open_run_dir, run_updates, seed_and_threads, timestamp, write_result)
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters, adam_state, restore_adam_state
 from rlkit.core.update import explained_variance, ppo_epochs
@@ -32,11 +32,11 @@ from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset
 from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import find_resume_point, run_dir_of, save_checkpoint
 from rlkit.io.logger import Logger
-from rlkit.variants import VARIANT_FIELDS, build_hooks, load_variant_states, save_variant_states
+from rlkit.variants import PlugContext, load_variant_states, save_variant_states, variant_fields
 from rlkit.variants.base import Passes
 from rlkit.variants.fresh import FreshRollout
-from rlkit.variants.hp3o import HP3O
-from rlkit.variants.hp3o_episodes import EpisodeAdapter, HybridBatches
+from rlkit.variants.hp3o_episodes import HybridBatches
+from rlkit.variants.migrate import migrate_config, variant_meta
 
 
 @dataclass
@@ -94,8 +94,7 @@ class PPOTrainer:
         self.flat = FlatParameters(self.model.ordered_parameters(),
                                    split=sum(p.numel() for p in self.model.actor_parameters()))
         self.kernels = select_kernels(cfg.kernels, small_mlp=True, device=self.device)
-        if self.kernels.fast:
-            self.model.use_flat_parameters(self.flat)
+        self.kernels.prepare(self.model, self.flat)
         self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate, cfg.adam_eps)
         self.obs_norm = self.agent.obs_norm
         self.rew_scaler = RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward)
@@ -104,8 +103,10 @@ class PPOTrainer:
         self.rng = np.random.default_rng(cfg.seed)  # acting (and HP3O's choices)
         self.generator = torch.Generator().manual_seed(cfg.seed)  # minibatch shuffling
         self.episodes = Episodes(cfg.num_envs)
-        self.hooks = build_hooks(cfg.variants, self.flat)
-        self.source = self._batch_source()
+        plugs = cfg.variants.build(PlugContext("gym", self.flat, cfg.ppo, cfg.num_envs, self.rng, self.device,
+                                               self.model))
+        self.hooks = plugs.hooks
+        self.source = plugs.source or FreshRollout(cfg.gamma, cfg.gae_lambda)
         self.updates_done = 0
         self.global_step = 0
         self.seconds = 0.0
@@ -118,20 +119,11 @@ class PPOTrainer:
         self.actor = self.model.snapshot()
         self._start_episodes()
 
-    def _batch_source(self) -> Any:
-        cfg = self.cfg
-        if not cfg.hp3o:
-            return FreshRollout(cfg.gamma, cfg.gae_lambda)
-        adapter = EpisodeAdapter(cfg.num_envs, cfg.variants, cfg.gamma, cfg.gae_lambda, cfg.clip_coef, self.rng,
-                                 self.model, self.device)
-        return HP3O(adapter, cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng, cfg.hp3o_redraw_each_epoch,
-                    cfg.hp3o_schedule)
-
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:
         """Reset all sub-envs. At update 0 with the run seed, later (after a checkpoint) with a
         seed derived from the update, so a resumed run continues exactly as an uninterrupted one."""
-        seed = self.cfg.seed + 7919 * self.updates_done
+        seed = self.cfg.seed + EPISODE_RESEED_STRIDE * self.updates_done
         raw = reset_envs(self.envs, self.cfg.env, seed)
         self._check_finite(raw, "observations")
         self.obs = self.obs_norm(raw.reshape(self.cfg.num_envs, -1), update=True)
@@ -226,7 +218,7 @@ class PPOTrainer:
         cfg = self.cfg
         logger = open_logger(self.run_dir, self.global_step if self.resumed else None, cfg.to_dict(), cfg.variant,
                              ["eval/return_mean", "charts/episodic_return"],
-                             lead=VARIANT_FIELDS)
+                             lead=variant_fields())
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             cfg.num_updates * cfg.batch_size)
         prior = _finished_result(self.run_dir) if self.resumed and self.updates_done >= cfg.num_updates else None
@@ -260,7 +252,7 @@ class PPOTrainer:
         """Deterministic evaluation of the current policy on its own env and seeds (the training
         envs and random streams are untouched)."""
         self.agent.actor = self.model.snapshot()
-        evaluation = self.agent.evaluate(self.cfg.env, self.cfg.eval_episodes, seed=self.cfg.seed + 10_000,
+        evaluation = self.agent.evaluate(self.cfg.env, self.cfg.eval_episodes, seed=self.cfg.seed + EVAL_SEED_OFFSET,
                                          max_steps=self.cfg.eval_max_steps or None)
         logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
                         "eval/capped_episodes": float(evaluation.capped)}, self.global_step)
@@ -318,7 +310,7 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, t
                           f"(may change: {', '.join(RESUMABLE)})")
     found = find_resume_point(path, ("config",))
     if found is None:
-        stored = json.loads((run_dir_of(path) / "config.json").read_text())
+        stored = migrate_config(json.loads((run_dir_of(path) / "config.json").read_text()), "gym")
         return TrainConfig.from_dict({**stored, **changes, "resume": path}), None
     tensors, state = found
     if "iteration" in state:
@@ -326,9 +318,7 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, t
     missing = [k for k in REQUIRED_STATE if k not in state]
     if missing:
         raise CheckpointError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
-    stored = dict(state["config"])
-    if stored.get("hp3o") and "hp3o_sampling" not in stored:
-        stored["hp3o_sampling"] = "topup"  # a run checkpointed before the switch continues as it started
+    stored = migrate_config(state["config"], "gym")
     cfg = TrainConfig.from_dict({**stored, **changes, "resume": path})
     if cfg.total_steps < int(state["global_step"]):
         raise ConfigError(f"total_steps={cfg.total_steps} is below the {state['global_step']} steps the run has done")
@@ -356,9 +346,7 @@ def _restore(self: PPOTrainer, tensors: dict[str, torch.Tensor], state: dict) ->
     optim = {k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")}
     restore_adam_state(self.optimizer, self.flat.param, optim)
     self.generator.set_state(tensors["rng.torch_generator"])
-    # Checkpoints written before variants were plug-ins keep HP3O's records under "hp3o_buffer".
-    meta = state["variants"] if "variants" in state else {"hp3o": state.get("hp3o_buffer")}
-    load_variant_states([*self.hooks, self.source], tensors, meta)
+    load_variant_states([*self.hooks, self.source], tensors, variant_meta(state))
     self.rng.bit_generator.state = state["rng_numpy"]
     self.obs_norm.load_state_dict(state["obs_norm"])
     self.rew_scaler.load_state_dict(state["rew_scaler"])

@@ -24,6 +24,7 @@ from rlkit.io.checkpoint import load_checkpoint, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants import load_variant_states, save_variant_states
+from rlkit.variants.migrate import migrate_config, variant_meta
 
 
 class Checkpointable(Protocol):
@@ -66,7 +67,7 @@ def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None
     missing = [k for k in REQUIRED_STATE if k not in state]
     if missing:
         raise ConfigError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
-    cfg = RLHFConfig.from_dict({**state["config"], **changes, "resume": path})
+    cfg = RLHFConfig.from_dict({**migrate_config(state["config"], "rlhf"), **changes, "resume": path})
     if cfg.iterations < int(state["iteration"]):
         raise ConfigError(f"iterations={cfg.iterations} is below the {state['iteration']} the run has done")
     return cfg, tensors, state
@@ -106,9 +107,7 @@ def _restore(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: d
     restore_adam_state(trainer.optimizer, trainer.flat.param, optim)
     trainer.generator.set_state(tensors["rng.generator"])
     torch.set_rng_state(tensors["rng.torch"])
-    # Checkpoints written before variants were plug-ins keep HP3O's records under "hp3o".
-    meta = state["variants"] if "variants" in state else {"hp3o": state.get("hp3o")}
-    load_variant_states([*trainer.hooks, trainer.source], tensors, meta)
+    load_variant_states([*trainer.hooks, trainer.source], tensors, variant_meta(state))
     trainer.rng.bit_generator.state = state["rng_numpy"]
     for env, rng_state in zip(trainer.envs, state["env_rngs"]):
         env.np_random.bit_generator.state = rng_state

@@ -13,7 +13,7 @@ from typing import Literal
 
 from rlkit.core.config import ComposedConfig, PPOConfig, flat_init, require_positive_int
 from rlkit.errors import ConfigError
-from rlkit.variants.options import VariantOptions
+from rlkit.variants import VariantGroups
 
 
 def rlhf_ppo_defaults() -> PPOConfig:
@@ -53,8 +53,9 @@ class RLHFConfig(ComposedConfig):
     """PPO iterations (one batch of responses and one update each)."""
     ppo: PPOConfig = field(default_factory=rlhf_ppo_defaults)
     """PPO update hyperparameters (advantages are whitened over valid tokens only)."""
-    variants: VariantOptions = field(default_factory=VariantOptions)
-    """Outer-PPO and HP3O switches (HP3O keeps whole responses; HP3O+ is not offered here)."""
+    variants: VariantGroups = field(default_factory=VariantGroups)
+    """Research variants, one options group each: Outer-PPO, HP3O (whole responses; HP3O+ and the
+    episode-level switches are Gymnasium-only) and the critic-free RLOO / GRPO group advantages."""
     kl_coef: float = 0.05
     """beta: per-token KL penalty coefficient against the frozen reference."""
     kl_estimator: Literal["k1", "k3"] = "k1"
@@ -101,11 +102,4 @@ class RLHFConfig(ComposedConfig):
                               "(minibatches are whole sequences)")
         if self.kl_target is not None and not (math.isfinite(self.kl_target) and self.kl_target > 0):
             raise ConfigError(f"kl_target must be > 0 or None, got {self.kl_target!r}")
-        if self.hp3o and self.hp3o_trajectories % self.num_minibatches:
-            raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide hp3o_trajectories="
-                              f"{self.hp3o_trajectories} (HP3O batches are whole sequences here)")
-        if self.hp3o_plus:
-            raise ConfigError("hp3o_plus needs a state distance; the LLM trainer offers plain HP3O only")
-        if self.hp3o_redraw_each_epoch or self.hp3o_schedule != "rollout":
-            raise ConfigError("hp3o_redraw_each_epoch and hp3o_schedule=episode are offered by the Gymnasium "
-                              "trainer only")
+        self.variants.require_supported("rlhf", self)

@@ -63,18 +63,23 @@ class GenerationState:
 
 class LMActorCritic(nn.Module):
     """Causal LM policy with a value head: on the policy's own trunk (shared, the default) or on
-    a separate critic trunk initialized as a copy of it (``separate_critic=True``)."""
+    a separate critic trunk initialized as a copy of it (``separate_critic=True``). With
+    ``critic=False`` there is no value function at all (critic-free advantages): no value head,
+    no critic trunk, and every value reads as 0 without any computation."""
 
-    def __init__(self, lm: nn.Module, temperature: float = 1.0, separate_critic: bool = False) -> None:
+    def __init__(self, lm: nn.Module, temperature: float = 1.0, separate_critic: bool = False,
+                 critic: bool = True) -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         self.lm, self.temperature = lm, temperature
-        self.critic = copy.deepcopy(lm.base_model) if separate_critic else None
-        hidden = lm.config.hidden_size
-        self.value_head = nn.Linear(hidden, 1, dtype=next(lm.parameters()).dtype)
-        nn.init.normal_(self.value_head.weight, std=1.0 / math.sqrt(hidden))
-        nn.init.zeros_(self.value_head.bias)
+        self.critic = copy.deepcopy(lm.base_model) if separate_critic and critic else None
+        self.value_head: nn.Linear | None = None
+        if critic:
+            hidden = lm.config.hidden_size
+            self.value_head = nn.Linear(hidden, 1, dtype=next(lm.parameters()).dtype)
+            nn.init.normal_(self.value_head.weight, std=1.0 / math.sqrt(hidden))
+            nn.init.zeros_(self.value_head.bias)
         self.head = CategoricalHead(lm.config.vocab_size)
 
     @property
@@ -86,8 +91,16 @@ class LMActorCritic(nn.Module):
         return [p for p in self.lm.parameters() if p.requires_grad]
 
     def critic_parameters(self) -> list[nn.Parameter]:
+        if self.value_head is None:
+            return []
         trunk = list(self.critic.parameters()) if self.critic is not None else []
         return trunk + list(self.value_head.parameters())
+
+    def _values(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``[n]`` values from critic hidden states ``[n, H]`` (zeros without a value head)."""
+        if self.value_head is None:
+            return torch.zeros(hidden.shape[0], device=hidden.device)
+        return self.value_head(hidden).squeeze(-1).float()
 
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm.get_output_embeddings()(hidden).float() / self.temperature
@@ -104,7 +117,7 @@ class LMActorCritic(nn.Module):
         """Logits ``[n, V]`` (tempered) and values ``[n]`` of the states that emitted the tokens
         at ``(rows, cols)`` of ``ids [B, S]`` (read at column ``cols - 1``), in one forward pass."""
         actor, critic = self._hidden(ids, mask, rows, cols - 1, cols)
-        return self._logits(actor), self.value_head(critic).squeeze(-1).float()
+        return self._logits(actor), self._values(critic)
 
     @torch.no_grad()
     def evaluate_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
@@ -115,7 +128,7 @@ class LMActorCritic(nn.Module):
         n = len(rows)
         actor, critic = self._hidden(ids, mask, torch.cat([rows, final_rows]), torch.cat([cols - 1, final_cols]), cols)
         logp = self.head.log_prob(self._logits(actor[:n]), ids[rows, cols])
-        values = self.value_head(critic).squeeze(-1).float()
+        values = self._values(critic)
         return logp, values[:n], values[n:]
 
     @torch.no_grad()

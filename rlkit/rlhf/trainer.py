@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 
 from rlkit.core.buffer import Batch
 from rlkit.core.device import torch_device
-from rlkit.core.loop import (Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
+from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
                              write_result)
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
@@ -35,10 +35,8 @@ from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
 from rlkit.rlhf.policy import LMActorCritic, token_log_probs
 from rlkit.rlhf.reward_model import RewardModelScorer
-from rlkit.rlhf.token_grid import (FreshGrid, LMRollout, ResponseAdapter, SequenceMinibatch, TokenGrid, left_pad,
-                                   sequence_minibatches)
-from rlkit.variants import VARIANT_FIELDS, build_hooks
-from rlkit.variants.hp3o import HP3O
+from rlkit.rlhf.token_grid import FreshGrid, LMRollout, SequenceMinibatch, TokenGrid, left_pad, sequence_minibatches
+from rlkit.variants import PlugContext, variant_fields
 from rlkit_envs.token_env import TokenEnv
 
 ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]
@@ -85,18 +83,19 @@ class RLHFTrainer:
         self.eos = self.tokenizer.eos_token_id
         policy, self.reference, self.peft = wrap_policy(cfg, policy, self.device)
         # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
-        self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic).to(self.device)
+        self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic,
+                                   critic=cfg.variants.critic).to(self.device)
         actor = self.model.actor_parameters()
         self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.kernels = select_kernels(cfg.kernels, small_mlp=False, device=self.device)
         self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate, cfg.adam_eps)
-        self.hooks = build_hooks(cfg.variants, self.flat)
         self.envs = self._make_envs(prompts if prompts is not None else read_prompts(cfg.prompts), reward)
         self.kl = AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)
         self.rng = np.random.default_rng(cfg.seed)
-        # HP3O on the LLM env: the FIFO holds whole responses; minibatches stay whole sequences.
-        self.source: Any = (HP3O(ResponseAdapter(self.device), cfg.hp3o_buffer_size, cfg.hp3o_trajectories, self.rng)
-                            if cfg.hp3o else FreshGrid())
+        plugs = cfg.variants.build(PlugContext("rlhf", self.flat, cfg.ppo, cfg.num_envs, self.rng, self.device,
+                                               self.model))
+        self.hooks, self.group_size = plugs.hooks, plugs.group_size
+        self.source: Any = plugs.source or FreshGrid()
         self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
         self.updates_done = 0
         self.history: list[dict[str, float]] = []
@@ -113,7 +112,7 @@ class RLHFTrainer:
                          model_context=getattr(lm_config, "max_position_embeddings", None))
                 for _ in range(cfg.num_envs)]
         for i, env in enumerate(envs):
-            env.reset(seed=cfg.seed * 100_003 + i)  # seeds each sub-env's prompt stream once
+            env.reset(seed=cfg.seed * PROMPT_STREAM_STRIDE + i)  # seeds each sub-env's prompt stream once
         return envs
 
     @property
@@ -137,9 +136,10 @@ class RLHFTrainer:
         """One response per sub-env (batched KV-cache sampling); returns the grid with the env's
         rewards, and each response's score and EOS flag."""
         device, n, steps = self.device, self.cfg.num_envs, self.cfg.max_new_tokens
-        prompts = []
-        for env in self.envs:
-            obs, _ = env.reset()
+        prompts, index = [], 0
+        for i, env in enumerate(self.envs):  # each group of group_size sub-envs answers its first env's prompt
+            obs, info = env.reset() if i % self.group_size == 0 else env.reset(options={"prompt": index})
+            index = info["prompt_index"]
             prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())].tolist())
         ids, mask, width = left_pad(prompts, steps, device)
         f = {k: torch.zeros(steps, n, device=device) for k in ("log_probs", "values", "rewards", "final_values")}
@@ -285,7 +285,7 @@ class RLHFTrainer:
         cfg = self.cfg
         logger = open_logger(self.run_dir, self.updates_done if self.resumed else None, cfg.to_dict(), cfg.variant,
                              ["charts/score", "charts/kl"],
-                             lead=VARIANT_FIELDS)
+                             lead=variant_fields())
         try:
             run_updates(self, self.optimizer, logger,
                         Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every))

@@ -1,4 +1,4 @@
-"""What a variant may plug into a trainer, and the registry trainers build them from.
+"""What a variant may plug into a trainer (:mod:`rlkit.variants.registry` says how it is registered).
 
 Two places to plug in, following the two papers:
 
@@ -10,17 +10,14 @@ Two places to plug in, following the two papers:
 Both carry their own checkpoint state: tensors (saved as ``<name>.<key>`` in the
 checkpoint's safetensors file) and a JSON value (saved under ``variants.<name>`` in its
 ``state.json``). Trainers save and restore them generically, so a new variant is a module
-plus a :func:`register_hook` call; no trainer changes.
+plus a registration; no trainer changes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import torch
-
-from rlkit.core.optim import FlatParameters
-from rlkit.variants.options import VariantOptions
 
 R = TypeVar("R", contravariant=True)
 B = TypeVar("B", covariant=True)
@@ -33,22 +30,27 @@ class VariantState(NamedTuple):
     """Anything JSON can hold (None when there is nothing)."""
 
 
-class UpdateHook(Protocol):
-    """Runs around the inner epochs of each update. A hook may also define
-    ``schedule(fraction: float)``: the run loop calls it before every update with the inner
-    learning rate's fraction of its initial value (Outer-PPO's optional annealing uses it)."""
+class UpdateHook:
+    """Runs around the inner epochs of each update. Every callback is a no-op here; a hook
+    overrides the ones it needs (Outer-PPO: ``begin``, ``end``, ``schedule`` and its state)."""
 
-    name: str
+    name: str = "hook"
 
     def begin(self) -> None:
         """Before the inner epochs (the parameters are the rollout policy's)."""
 
     def end(self) -> dict[str, float]:
         """After the inner epochs; returns scalars to log under the variant's own group."""
+        return {}
 
-    def state(self) -> VariantState: ...
+    def schedule(self, fraction: float) -> None:
+        """Before every update: the inner learning rate is ``fraction`` of its initial value."""
 
-    def load_state(self, state: VariantState) -> None: ...
+    def state(self) -> VariantState:
+        return VariantState({}, None)
+
+    def load_state(self, state: VariantState) -> None:
+        """Restore what :meth:`state` returned."""
 
 
 class Passes(NamedTuple):
@@ -89,27 +91,8 @@ class Stateless:
         pass
 
 
-HookFactory = Callable[[VariantOptions, FlatParameters], "UpdateHook | None"]
-_HOOKS: dict[str, HookFactory] = {}
-
-
-def register_hook(name: str, factory: HookFactory) -> None:
-    """Every trainer calls ``factory(options, flat)`` and keeps the hook it returns (None: the
-    config does not ask for this variant). Registration order is the order hooks run in."""
-    _HOOKS[name] = factory
-
-
-def unregister_hook(name: str) -> None:
-    _HOOKS.pop(name, None)
-
-
-def build_hooks(options: VariantOptions, flat: FlatParameters) -> list[UpdateHook]:
-    hooks = (factory(options, flat) for factory in _HOOKS.values())
-    return [hook for hook in hooks if hook is not None]
-
-
 # ------------------------------------------------------------------ checkpoint state
-def save_variant_states(parts: list[UpdateHook] | list[Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def save_variant_states(parts: list[Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Tensors (``<name>.<key>``) and the ``variants`` JSON of hooks and batch sources."""
     tensors: dict[str, torch.Tensor] = {}
     meta: dict[str, Any] = {}

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, fields
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
 
 from rlkit.core.buffer import Batch, Rollout, RolloutBuffer
 from rlkit.core.gae import compute_gae
-from rlkit.variants.options import VariantOptions
 
 
 @dataclass
@@ -205,11 +204,11 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
 class EpisodeAdapter:
     """HP3O's adapter for Gymnasium episodes (:class:`rlkit.variants.hp3o.TrajectoryAdapter`):
     trajectories stitched from a :class:`RolloutBuffer`, hybrid batches with GAE per trajectory,
-    HP3O+ baselines and replay diagnostics."""
+    HP3O+ baselines and replay diagnostics. ``options`` is :class:`rlkit.variants.hp3o.HP3OOptions`."""
 
     record_type = Trajectory
 
-    def __init__(self, num_envs: int, options: VariantOptions, gamma: float, lam: float, clip_coef: float,
+    def __init__(self, num_envs: int, options: Any, gamma: float, lam: float, clip_coef: float,
                  rng: np.random.Generator, model: torch.nn.Module, device: torch.device) -> None:
         self.assembler = TrajectoryAssembler(num_envs)
         self.options, self.gamma, self.lam, self.clip_coef = options, gamma, lam, clip_coef

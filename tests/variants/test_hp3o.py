@@ -129,10 +129,15 @@ def test_hp3o_plus_changes_advantages_of_non_best_only():
     torch.testing.assert_close(plus.pooled.returns, plain.pooled.returns)
 
 
+def test_any_hp3o_option_turns_hp3o_on():
+    assert rlkit.TrainConfig(hp3o_plus=True).variant == "hp3o+"
+    assert rlkit.TrainConfig(hp3o_buffer_size=10).variant == "hp3o"
+    assert rlkit.TrainConfig().variant == "ppo"
+
+
 @pytest.mark.parametrize("kw,match", [
     (dict(hp3o=True, hp3o_trajectories=30, hp3o_buffer_size=20), "larger than the buffer"),
     (dict(hp3o=True, hp3o_samples=1000, num_minibatches=3), "hp3o_samples"),
-    (dict(hp3o_plus=True), "needs hp3o"),
     (dict(hp3o=True, hp3o_threshold=-0.1), "hp3o_threshold"),
     (dict(hp3o=True, hp3o_buffer_size=0), "hp3o_buffer_size"),
     (dict(hp3o=True, hp3o_advantages="first-use", hp3o_recompute_values=True), "hp3o_recompute_values"),
@@ -211,7 +216,7 @@ def test_paper_presets_carry_the_authors_settings():
     cfg = rlkit.preset("cartpole", "hp3o-plus-paper")
     assert (cfg.gae_lambda, cfg.ent_coef, cfg.max_grad_norm, cfg.learning_rate, cfg.hidden_sizes) == \
         (0.92, 4e-4, 0.8, 5e-4, (128, 128))
-    assert cfg.hp3o_plus and cfg.hp3o_timeouts_terminal and cfg.hp3o_sampling == "paper" and cfg.minibatch_size == 128
+    assert cfg.hp3o_plus and cfg.hp3o_timeouts_terminal and cfg.hp3o_sampling == "paper" and cfg.hp3o_samples // cfg.num_minibatches == 128
     assert cfg.hp3o_contiguous_minibatches and cfg.hp3o_redraw_each_epoch and cfg.hp3o_schedule == "episode"
     assert (cfg.norm_obs, cfg.norm_reward, cfg.anneal_lr, cfg.hp3o_threshold, cfg.hp3o_plus_form) == \
         (False, False, False, 0.0, "td")

@@ -14,10 +14,10 @@ from torch import nn
 import rlkit
 from rlkit.core.heads import NumpySample, make_head, register_head
 from rlkit.io.checkpoint import resolve_checkpoint
-from rlkit.variants import VariantState, register_hook, unregister_hook
+from rlkit.variants import UpdateHook, VariantState, register_hook, unregister_hook
 
 
-class CountingHook:
+class CountingHook(UpdateHook):
     """Counts the updates it wrapped; the count travels in checkpoints (JSON and a tensor)."""
 
     name = "counter"
@@ -161,3 +161,46 @@ def test_a_toy_head_is_one_class_plus_a_registration(tmp_path, monkeypatch):
                             num_minibatches=4, update_epochs=4, learning_rate=3e-3, ent_coef=0.0, gamma=0.0,
                             logdir=str(tmp_path), eval_episodes=5, progress=False)
     assert rlkit.train(cfg).eval_return_mean > 22  # 24 at best; random bits score ~12
+
+
+def _rlkit(args, tmp_path, plugins="tests.variants.toy_variant"):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "RLKIT_VARIANTS": plugins, "PYTHONPATH": str(Path(__file__).parents[2])}
+    return subprocess.run([sys.executable, "-m", "rlkit.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+
+
+def test_a_variant_with_its_own_options_plugs_in_through_rlkit_variants(tmp_path):
+    """Its options become flags and a --help group, its label names the run, its state is
+    checkpointed, and a trainer it does not build for refuses it in one line."""
+    help_text = _rlkit(["train", "--help"], tmp_path).stdout
+    assert "variants.toy options" in help_text and "--toy-scale" in help_text
+    done = _rlkit(["train", "--toy-scale", "0.5", "--total-steps", "1024", "--num-envs", "2", "--num-steps", "256",
+                   "--eval-episodes", "0", "--logdir", "runs", "--run-name", "t"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["variant"] == "toy0.5"
+    state = json.loads((resolve_checkpoint(tmp_path / "runs" / "t") / "state.json").read_text())
+    assert state["variants"]["toy"] == {"count": 2} and state["config"]["toy_scale"] == 0.5
+    refused = _rlkit(["rlhf", "--toy-scale", "0.5", "--policy", "x", "--prompts", "y"], tmp_path)
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
+    assert "variant toy is not offered by the RLHF trainer" in refused.stderr
+    bad = _rlkit(["train", "--toy-scale", "0.5"], tmp_path, plugins="tests.variants.no_such_module")
+    assert bad.returncode == 2 and "rlkit: error: cannot import variant module" in bad.stderr
+
+
+def test_a_variant_registered_after_the_groups_exist_is_refused():
+    from dataclasses import dataclass
+
+    from rlkit.variants import Variant, register_variant, registered
+
+    @dataclass(frozen=True)
+    class LateOptions:
+        late_x: int = 0
+
+    with pytest.raises(rlkit.ConfigError, match="RLKIT_VARIANTS"):
+        register_variant(Variant("late", LateOptions, str, builders={}))
+    assert "late" not in registered() and "late_x" not in rlkit.TrainConfig().to_dict()

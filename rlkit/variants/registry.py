@@ -1,0 +1,256 @@
+"""The variant registry: what a variant declares, and the options container trainers' configs hold.
+
+A variant is one module that calls :func:`register_variant` with a :class:`Variant`: its options
+(a frozen dataclass whose documented fields are its ``--help`` group and flat flags), its short
+run label, and a builder per trainer it supports. The trainers build their update hooks and
+batch source from here (:meth:`VariantGroups.build`) and refuse, in one line, a variant or an
+option they do not honour (:meth:`VariantGroups.require_supported`); no trainer names a variant.
+
+The options container (:data:`VariantGroups`) has one group per registered variant, built once
+when :mod:`rlkit.variants` is imported: the built-in variants, then every module named by the
+``rlkit.variants`` entry-point group or the ``RLKIT_VARIANTS`` environment variable (comma-
+separated module names). A group left at its defaults is off; setting any of its options turns
+the variant on (each options class says so in its ``enabled`` property).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Callable, Mapping, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from rlkit.core.config import (PPOConfig, composed_getattr, composed_replace, flat_init, require_choices,
+                               validation_enabled)
+from rlkit.core.optim import FlatParameters
+from rlkit.errors import ConfigError
+from rlkit.variants.base import BatchSource, UpdateHook
+
+TRAINERS = {"gym": "Gymnasium", "rlhf": "RLHF"}
+"""The trainer kinds a variant may build for (Gymnasium envs, the token-level LLM env) and their names."""
+
+
+class Options(Protocol):
+    """What a variant's options dataclass provides (besides its documented fields)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    def validate(self) -> None: ...
+
+
+def any_set(options: object) -> bool:
+    """True when any field of ``options`` differs from its default (the usual ``enabled``)."""
+    return any(getattr(options, f.name) != f.default for f in dataclasses.fields(options))  # type: ignore[arg-type]
+
+
+def variant_options(cls: type) -> type:
+    """Class decorator for a variant's options: a frozen dataclass validated on construction
+    (unless validation is deferred), whose ``Literal`` fields are checked before the class's own
+    ``validate``, and whose ``enabled`` is :func:`any_set` unless the class defines it."""
+    own_validate = cls.__dict__.get("validate", lambda self: None)
+
+    def validate(self: Any) -> None:
+        """One-line :class:`ConfigError` on an invalid or inconsistent setting."""
+        require_choices(self)
+        own_validate(self)
+
+    def __post_init__(self: Any) -> None:
+        if validation_enabled():
+            self.validate()
+
+    cls.validate, cls.__post_init__ = validate, __post_init__  # type: ignore[attr-defined]
+    if "enabled" not in cls.__dict__:
+        cls.enabled = property(any_set)  # type: ignore[attr-defined]
+    return dataclass(frozen=True)(cls)
+
+
+@dataclass(frozen=True)
+class PlugContext:
+    """What a trainer offers a variant's builder (named, so builders never receive the trainer)."""
+
+    trainer: str
+    """``gym`` or ``rlhf``."""
+    flat: FlatParameters
+    """The trainable parameters as the one flat vector the optimizer steps."""
+    ppo: PPOConfig
+    num_envs: int
+    rng: np.random.Generator
+    """The run's numpy stream (a variant's random choices draw from it, so runs repeat)."""
+    device: torch.device
+    model: nn.Module
+
+
+@dataclass(frozen=True)
+class Plug:
+    """What one variant adds to a trainer."""
+
+    hooks: tuple[UpdateHook, ...] = ()
+    """Run around the inner epochs of every update, in registration order."""
+    source: BatchSource | None = None
+    """What the epochs train on (None: the trainer's latest rollout)."""
+    group_size: int = 1
+    """Consecutive sub-environments that start from the same state (the same prompt on the token env)."""
+
+
+Builder = Callable[[Any, PlugContext], Plug]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A registered variant."""
+
+    name: str
+    """Registry key and the options group's field name."""
+    options: type
+    """Frozen dataclass of the variant's options (field names carry the variant's prefix)."""
+    label: Callable[[Any], str]
+    """Short name of a configuration in run names and hparams (``outer-lr1.5``, ``hp3o+``)."""
+    builders: Mapping[str, Builder]
+    """Trainer kind -> what the variant adds to that trainer."""
+    unsupported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Trainer kind -> options that trainer does not honour (refused when set)."""
+    checks: Mapping[str, Callable[[Any, Any], None]] = field(default_factory=dict)
+    """Trainer kind -> ``check(options, trainer_config)``: one-line ConfigError when they do not fit."""
+    replaces_batch: bool = False
+    """The variant provides the batch source (at most one enabled variant may)."""
+    critic: bool = True
+    """False: the variant needs no value function (the trainer builds none)."""
+
+
+_VARIANTS: dict[str, Variant] = {}
+_HOOKS: dict[str, Callable[[Any, FlatParameters], UpdateHook | None]] = {}
+_CLOSED: list[bool] = [False]
+_PLUGIN_ERRORS: list[str] = []
+
+
+def register_variant(variant: Variant) -> None:
+    """Register a variant with options. Options groups are fixed once :mod:`rlkit.variants` has
+    imported, so a variant outside rlkit is named by an ``rlkit.variants`` entry point or by
+    ``RLKIT_VARIANTS`` (its module is imported before the groups are built)."""
+    if _CLOSED[0]:
+        raise ConfigError(f"variant {variant.name!r} registered after the options groups were built; name its "
+                          "module in RLKIT_VARIANTS or an 'rlkit.variants' entry point")
+    unknown = set(variant.builders) - set(TRAINERS)
+    if not variant.name.isidentifier() or variant.name in _VARIANTS or unknown:
+        raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier and "
+                          f"the builders' trainers among {', '.join(TRAINERS)}")
+    _VARIANTS[variant.name] = variant
+
+
+def register_hook(name: str, factory: Callable[[Any, FlatParameters], UpdateHook | None]) -> None:
+    """An update hook without options of its own, any time: every trainer calls
+    ``factory(variant_groups, flat)`` and keeps the hook it returns (None: not wanted)."""
+    _HOOKS[name] = factory
+
+
+def unregister_hook(name: str) -> None:
+    _HOOKS.pop(name, None)
+
+
+def registered() -> dict[str, Variant]:
+    return dict(_VARIANTS)
+
+
+def load_plugins() -> None:
+    """Import the variant modules named by entry points and ``RLKIT_VARIANTS``. A module that
+    fails to import is reported by every config validation (a one-line error), not at import."""
+    names = [ep.value for ep in entry_points(group="rlkit.variants")]
+    names += [n.strip() for n in os.environ.get("RLKIT_VARIANTS", "").split(",") if n.strip()]
+    for module in names:
+        try:
+            importlib.import_module(module.split(":")[0])
+        except Exception as exc:  # noqa: BLE001  (any failure of a plug-in is the user's one-line error)
+            _PLUGIN_ERRORS.append(f"cannot import variant module {module!r}: {type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True)
+class Plugs:
+    """Everything the enabled variants add to one trainer."""
+
+    hooks: list[UpdateHook]
+    source: BatchSource | None
+    """The one variant batch source (None: the trainer's latest rollout)."""
+    group_size: int
+    critic: bool
+    """Whether the trainer needs a value function."""
+
+
+class GroupsMethods:
+    """The behaviour of the options container (its fields are made by :func:`groups_class`)."""
+
+    def __post_init__(self) -> None:
+        if validation_enabled():
+            self.validate()
+
+    def __getattr__(self, name: str) -> Any:
+        return composed_getattr(self, name)
+
+    def enabled(self) -> list[Variant]:
+        """The variants this configuration turns on, in registration order."""
+        return [v for v in _VARIANTS.values() if getattr(self, v.name).enabled]
+
+    def validate(self) -> None:
+        """One-line :class:`ConfigError` on an invalid group or a combination that cannot run."""
+        if _PLUGIN_ERRORS:
+            raise ConfigError(_PLUGIN_ERRORS[0])
+        for v in _VARIANTS.values():
+            getattr(self, v.name).validate()
+        sources = [v.name for v in self.enabled() if v.replaces_batch]
+        if len(sources) > 1:
+            raise ConfigError(f"variants {' and '.join(sources)} both choose what the epochs train on; use one")
+
+    @property
+    def name(self) -> str:
+        """Short name of the configuration: the enabled variants' labels joined by ``+`` (``ppo``: none)."""
+        return "+".join(v.label(getattr(self, v.name)) for v in self.enabled()) or "ppo"
+
+    @property
+    def critic(self) -> bool:
+        return all(v.critic for v in self.enabled())
+
+    def replace(self, **overrides: object) -> Any:
+        return composed_replace(self, overrides)
+
+    def require_supported(self, trainer: str, cfg: object) -> None:
+        """Refuse, in one line, an enabled variant ``trainer`` does not offer or an option it ignores."""
+        for v in self.enabled():
+            options = getattr(self, v.name)
+            if trainer not in v.builders:
+                offered = " and ".join(TRAINERS[t] for t in v.builders) or "no"
+                raise ConfigError(f"variant {v.name} is not offered by the {TRAINERS[trainer]} trainer "
+                                  f"({offered} trainer only)")
+            ignored = [n for n in v.unsupported.get(trainer, ()) if getattr(options, n) !=
+                       v.options.__dataclass_fields__[n].default]
+            if ignored:
+                others = [TRAINERS[t] for t in v.builders if t != trainer and ignored[0] not in v.unsupported.get(t, ())]
+                where = f"{' and '.join(others)} trainer only" if others else "no trainer"
+                raise ConfigError(f"the {TRAINERS[trainer]} trainer does not honour {', '.join(ignored)} "
+                                  f"(variant {v.name}: {where}); leave it at its default")
+            if trainer in v.checks:
+                v.checks[trainer](options, cfg)
+
+    def build(self, ctx: PlugContext) -> Plugs:
+        """Hooks, batch source and group size of the enabled variants for ``ctx.trainer``."""
+        plugs = [v.builders[ctx.trainer](getattr(self, v.name), ctx) for v in self.enabled()]
+        extra = (factory(self, ctx.flat) for factory in _HOOKS.values())
+        sources = [p.source for p in plugs if p.source is not None]
+        return Plugs([h for p in plugs for h in p.hooks] + [h for h in extra if h is not None],
+                     sources[0] if sources else None, max([p.group_size for p in plugs], default=1), self.critic)
+
+
+def groups_class() -> type:
+    """The options container with one group per registered variant; closes registration."""
+    _CLOSED[0] = True
+    fields = [(v.name, v.options, field(default_factory=v.options)) for v in _VARIANTS.values()]
+    cls = dataclasses.make_dataclass("VariantGroups", fields, bases=(GroupsMethods,), frozen=True,
+                                     namespace={"__doc__": "One options group per registered variant (--help shows "
+                                                           "each as a group; flags stay flat)."})
+    cls.__module__ = __name__
+    return flat_init(cls)
