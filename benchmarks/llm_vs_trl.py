@@ -15,6 +15,8 @@ iteration, 32 new tokens (stop at EOS), temperature 0.7, 4 PPO epochs, 1 minibat
 beta 0.05, lr 3e-6, gamma 1, lambda 0.95, clip 0.2, value clip 0.2, vf_coef 0.1. One iteration
 = rollout + scoring + reference + update. Median seconds per iteration after a warm-up.
 TRL's masks come from ``ids != pad_id``, so it gets a distinct pad token (``<|endoftext|>``).
+TRL's configs default to bf16 autocast (also on CPU); both TRL arms set ``bf16=False`` so every arm
+computes in fp32.
 
     pip install trl==1.12.0   # benchmark only; not an rlkit dependency
     python benchmarks/llm_vs_trl.py --iterations 4
@@ -84,6 +86,24 @@ def worker_rlkit(iterations: int, threads: int, shared: bool, style: str, group_
     return times
 
 
+def iteration_clock(base: type, steps_per_iteration: int) -> tuple[object, list[float]]:
+    """A TRL callback timing iterations of ``steps_per_iteration`` optimizer steps, and the list it fills
+    (the clock starts when the callback is made, right before the trainer is built)."""
+    times: list[float] = []
+    steps: list[float] = []
+    last = [time.perf_counter()]
+
+    class Clock(base):  # type: ignore[misc, valid-type]
+        def on_step_end(self, args, state, control, **kwargs):
+            now = time.perf_counter()
+            steps.append(now - last[0])
+            last[0] = now
+            if len(steps) % steps_per_iteration == 0:
+                times.append(sum(steps[-steps_per_iteration:]))
+
+    return Clock(), times
+
+
 def worker_trl(iterations: int, threads: int, style: str) -> list[float]:
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     import torch
@@ -102,23 +122,13 @@ def worker_trl(iterations: int, threads: int, style: str) -> list[float]:
                      temperature=COMMON["temperature"], learning_rate=COMMON["lr"], kl_coef=COMMON["kl_coef"],
                      kl_estimator="k1", vf_coef=0.1, cliprange=0.2, cliprange_value=0.2, gamma=1.0, lam=0.95,
                      use_cpu=True, report_to="none", save_strategy="no", num_sample_generations=0,
-                     logging_steps=1, seed=1, dataloader_num_workers=0)
-    times: list[float] = []
-
-    class Clock(TrainerCallback):
-        last = None
-
-        def on_step_end(self, args, state, control, **kwargs):
-            now = time.perf_counter()
-            times.append(now - (Clock.last or start))
-            Clock.last = now
-
+                     logging_steps=1, seed=1, dataloader_num_workers=0, bf16=False)
+    clock, times = iteration_clock(TrainerCallback, steps_per_iteration=1)
     trainer = PPOTrainer(args=args, processing_class=tokenizer,
                          model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
                          ref_model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
                          reward_model=seq_cls(model_dir, 0), value_model=seq_cls(model_dir, 1),
-                         train_dataset=dataset, callbacks=[Clock()])
-    start = time.perf_counter()
+                         train_dataset=dataset, callbacks=[clock])
     trainer.train()
     return times
 
@@ -139,24 +149,13 @@ def worker_trl_grpo(iterations: int, threads: int, style: str) -> list[float]:
                       steps_per_generation=1, num_iterations=COMMON["epochs"], max_steps=COMMON["epochs"] * iterations,
                       max_completion_length=COMMON["new_tokens"], temperature=COMMON["temperature"],
                       learning_rate=COMMON["lr"], beta=COMMON["kl_coef"], epsilon=0.2, use_cpu=True, report_to="none",
-                      save_strategy="no", logging_steps=1, seed=1, dataloader_num_workers=0)
-    times: list[float] = []
-    steps: list[float] = []
-
-    class Clock(TrainerCallback):
-        last = None
-
-        def on_step_end(self, args, state, control, **kwargs):
-            now = time.perf_counter()
-            steps.append(now - (Clock.last or start))
-            Clock.last = now
-            if len(steps) % COMMON["epochs"] == 0:  # one generation and its num_iterations optimizer steps
-                times.append(sum(steps[-COMMON["epochs"]:]))
-
+                      save_strategy="no", logging_steps=1, seed=1, dataloader_num_workers=0, bf16=False,
+                      fp16=False)
+    # One iteration: one generation and its num_iterations optimizer steps.
+    clock, times = iteration_clock(TrainerCallback, steps_per_iteration=COMMON["epochs"])
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
                           reward_funcs=seq_cls(model_dir, 0), args=args, train_dataset=dataset,
-                          processing_class=tokenizer, reward_processing_classes=tokenizer, callbacks=[Clock()])
-    start = time.perf_counter()
+                          processing_class=tokenizer, reward_processing_classes=tokenizer, callbacks=[clock])
     trainer.train()
     return times
 

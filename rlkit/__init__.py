@@ -24,6 +24,6 @@ __version__ = "0.1.0"
 __all__ = [
     "Agent", "Batch", "CategoricalHead", "CheckpointError", "ConfigError", "DiagGaussianHead", "EnvError",
     "GAEResult", "LossOutput", "NonFiniteError", "PPOConfig", "PPOTrainer", "PRESETS", "RlkitError",
-    "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantGroups", "VariantOptions", "clipped_surrogate",
-    "compute_gae", "load_agent", "make_head", "ppo_loss", "preset", "register_head", "train",
+    "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantGroups", "VariantOptions",
+    "clipped_surrogate", "compute_gae", "load_agent", "make_head", "ppo_loss", "preset", "register_head", "train",
 ]

@@ -23,8 +23,8 @@ from safetensors.torch import save_file
 
 from rlkit.core.buffer import Batch
 from rlkit.core.device import torch_device
-from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, Schedule, open_logger, open_run_dir, run_updates, seed_and_threads, timestamp,
-                             write_result)
+from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, Schedule, open_logger, open_run_dir, run_updates,
+                             seed_and_threads, timestamp, write_result)
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels

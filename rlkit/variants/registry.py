@@ -229,7 +229,8 @@ class GroupsMethods:
             ignored = [n for n in v.unsupported.get(trainer, ()) if getattr(options, n) !=
                        v.options.__dataclass_fields__[n].default]
             if ignored:
-                others = [TRAINERS[t] for t in v.builders if t != trainer and ignored[0] not in v.unsupported.get(t, ())]
+                others = [TRAINERS[t] for t in v.builders
+                          if t != trainer and ignored[0] not in v.unsupported.get(t, ())]
                 where = f"{' and '.join(others)} trainer only" if others else "no trainer"
                 raise ConfigError(f"the {TRAINERS[trainer]} trainer does not honour {', '.join(ignored)} "
                                   f"(variant {v.name}: {where}); leave it at its default")
