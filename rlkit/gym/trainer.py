@@ -9,7 +9,6 @@ through :mod:`rlkit.variants.base`; the loop around updates is :mod:`rlkit.core.
 from __future__ import annotations
 
 import math
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -22,21 +21,20 @@ from rlkit.core.device import torch_device
 from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupted, Iteration, Schedule, open_logger,
                              open_run_dir, run_updates, seed_and_threads, timestamp, write_result)
 from rlkit.core.normalization import RewardScaler
-from rlkit.core.optim import FlatParameters, adam_state, restore_adam_state
+from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
-from rlkit.errors import CheckpointError, ConfigError, NonFiniteError, one_line
+from rlkit.errors import NonFiniteError
 from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
+from rlkit.gym.checkpoint import finished_result, load_gym, resume_config, save_gym
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.gym.episodes import Episodes
-from rlkit.io.checkpoint import find_resume_point, run_dir_of, save_checkpoint
 from rlkit.io.logger import Logger
-from rlkit.variants import PlugContext, load_variant_states, save_variant_states, variant_fields
+from rlkit.variants import PlugContext, variant_fields
 from rlkit.variants.base import Passes
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o_episodes import HybridBatches
-from rlkit.variants.migrate import migrate_config, variant_meta
 
 
 @dataclass
@@ -68,16 +66,11 @@ class TrainResult:
         return self.agent.act(obs)
 
 
-RESUMABLE = ("total_steps", "checkpoint_every", "eval_every", "eval_episodes", "eval_max_steps", "progress",
-             "torch_threads", "device", "async_envs")
-"""Fields a resumed run may change (e.g. to extend it); every other field is the run's own."""
-
-
 class PPOTrainer:
     """Trains one :class:`TrainConfig`; ``train()`` runs it to the end (or resumes it).
 
     With ``cfg.resume`` the run continues from its newest valid checkpoint with its own config;
-    ``changes`` may set the :data:`RESUMABLE` fields (``total_steps`` to extend a run)."""
+    ``changes`` may set the :data:`rlkit.gym.checkpoint.RESUMABLE` fields (``total_steps`` to extend a run)."""
 
     def __init__(self, cfg: TrainConfig, changes: dict[str, object] | None = None) -> None:
         self.resumed = bool(cfg.resume)
@@ -115,7 +108,7 @@ class PPOTrainer:
         default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
         self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
         if checkpoint is not None:
-            load_checkpoint_into(self, *checkpoint)
+            load_gym(self, *checkpoint)
         self.actor = self.model.snapshot()
         self._start_episodes()
 
@@ -221,7 +214,7 @@ class PPOTrainer:
                              lead=variant_fields())
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             cfg.num_updates * cfg.batch_size)
-        prior = _finished_result(self.run_dir) if self.resumed and self.updates_done >= cfg.num_updates else None
+        prior = finished_result(self.run_dir) if self.resumed and self.updates_done >= cfg.num_updates else None
         try:
             run_updates(self, self.optimizer, logger, schedule, cfg.progress, self.global_step)
         except BaseException as exc:  # idle workers (after an interrupt's checkpoint) close normally
@@ -269,18 +262,7 @@ class PPOTrainer:
 
     # ------------------------------------------------------------------------- checkpoints
     def save(self) -> Path:
-        tensors = {f"model.{k}": v for k, v in self.model.state_dict().items()}
-        tensors.update({f"optim.{k}": v for k, v in adam_state(self.optimizer, self.flat.param).items()})
-        tensors["rng.torch_generator"] = self.generator.get_state()
-        variant_tensors, variant_meta = save_variant_states([*self.hooks, self.source])
-        tensors.update(variant_tensors)
-        state = {"config": self.cfg.to_dict(), "update": self.updates_done, "global_step": self.global_step,
-                 "train_seconds": self.seconds, "obs_norm": self.obs_norm.state_dict(),
-                 "rew_scaler": self.rew_scaler.state_dict(), "rng_numpy": self.rng.bit_generator.state,
-                 "recent_returns": list(self.episodes.recent), "variants": variant_meta,
-                 "eval_history": self.eval_history, "eval_seconds": self.eval_seconds}
-        return save_checkpoint(self.run_dir, f"update-{self.updates_done:07d}", tensors, state)
-
+        return save_gym(self)
 
 def train(cfg: TrainConfig) -> TrainResult:
     """Train (or resume, with ``cfg.resume``) and evaluate; see :class:`TrainResult`."""
@@ -289,70 +271,5 @@ def train(cfg: TrainConfig) -> TrainResult:
 
 def resume(run_dir: str, **changes: object) -> TrainResult:
     """Continue a run from its newest valid checkpoint, e.g. ``resume(path, total_steps=2_000_000)``
-    to extend it; only the :data:`RESUMABLE` fields may change."""
+    to extend it; only the :data:`rlkit.gym.checkpoint.RESUMABLE` fields may change."""
     return PPOTrainer(TrainConfig(resume=str(run_dir)), changes).train()
-
-
-def _finished_result(run_dir: Path) -> dict | None:
-    """The result a finished run wrote (None if it has none, e.g. it was killed in its final evaluation)."""
-    try:
-        return json.loads((run_dir / "result.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, tuple[dict, dict] | None]:
-    """The run's own config with ``changes`` applied, and its checkpoint (tensors, state), or None
-    when the run never completed one (it then starts again from update 0, in place)."""
-    refused = sorted(set(changes) - set(RESUMABLE))
-    if refused:
-        raise ConfigError(f"a resumed run keeps its own config; cannot change {', '.join(refused)} "
-                          f"(may change: {', '.join(RESUMABLE)})")
-    found = find_resume_point(path, ("config",))
-    if found is None:
-        stored = migrate_config(json.loads((run_dir_of(path) / "config.json").read_text()), "gym")
-        return TrainConfig.from_dict({**stored, **changes, "resume": path}), None
-    tensors, state = found
-    if "iteration" in state:
-        raise ConfigError(f"{path!r} is an RLHF run; continue it with: rlkit rlhf --resume {path}")
-    missing = [k for k in REQUIRED_STATE if k not in state]
-    if missing:
-        raise CheckpointError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
-    stored = migrate_config(state["config"], "gym")
-    cfg = TrainConfig.from_dict({**stored, **changes, "resume": path})
-    if cfg.total_steps < int(state["global_step"]):
-        raise ConfigError(f"total_steps={cfg.total_steps} is below the {state['global_step']} steps the run has done")
-    return cfg, (tensors, state)
-
-
-REQUIRED_STATE = ("config", "update", "global_step", "train_seconds", "obs_norm", "rew_scaler", "rng_numpy",
-                  "recent_returns")
-
-
-def load_checkpoint_into(trainer: PPOTrainer, tensors: dict[str, torch.Tensor], state: dict) -> None:
-    """Restore weights, optimizer, normalization, random streams, variant state and counters
-    (a checkpoint that does not fit this run is a one-line :class:`CheckpointError`)."""
-    try:
-        _restore(trainer, tensors, state)
-    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-        raise CheckpointError(f"checkpoint in {str(trainer.run_dir)!r} does not fit this run: "
-                              f"{type(exc).__name__}: {one_line(exc)}") from None
-
-
-def _restore(self: PPOTrainer, tensors: dict[str, torch.Tensor], state: dict) -> None:
-    with torch.no_grad():
-        for k, v in self.model.state_dict().items():
-            v.copy_(tensors[f"model.{k}"])  # in place: the flat views stay intact
-    optim = {k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")}
-    restore_adam_state(self.optimizer, self.flat.param, optim)
-    self.generator.set_state(tensors["rng.torch_generator"])
-    load_variant_states([*self.hooks, self.source], tensors, variant_meta(state))
-    self.rng.bit_generator.state = state["rng_numpy"]
-    self.obs_norm.load_state_dict(state["obs_norm"])
-    self.rew_scaler.load_state_dict(state["rew_scaler"])
-    self.updates_done, self.global_step = int(state["update"]), int(state["global_step"])
-    self.seconds = float(state["train_seconds"])
-    self.episodes.recent.extend(state["recent_returns"])
-    self.eval_history = [tuple(e) for e in state.get("eval_history", [])]
-    self.eval_seconds = list(state.get("eval_seconds", [float("nan")] * len(self.eval_history)))
-

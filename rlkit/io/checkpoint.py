@@ -8,13 +8,14 @@ kill at any moment leaves the previous checkpoint intact.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -167,3 +168,41 @@ def find_resume_point(path: str | Path, required: tuple[str, ...]) -> tuple[dict
         return None
     tensors, state, _ = load_checkpoint(path, required)
     return tensors, state
+
+
+# ------------------------------------------------------------- what every trainer's resume shares
+def refuse_changes(changes: Mapping[str, object], resumable: tuple[str, ...]) -> None:
+    """A resumed run keeps its own config: a one-line :class:`ConfigError` naming any change
+    outside ``resumable``."""
+    refused = sorted(set(changes) - set(resumable))
+    if refused:
+        raise ConfigError(f"a resumed run keeps its own config; cannot change {', '.join(refused)} "
+                          f"(may change: {', '.join(resumable)})")
+
+
+def require_state(path: str, state: Mapping[str, Any], required: tuple[str, ...]) -> None:
+    """A one-line :class:`CheckpointError` naming the keys a checkpoint's state lacks."""
+    missing = [k for k in required if k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
+
+
+@contextlib.contextmanager
+def restoring(run_dir: str | Path) -> Iterator[None]:
+    """Restoring a checkpoint into a built run: a checkpoint that does not fit it (missing keys,
+    wrong shapes or types) is a one-line :class:`CheckpointError`."""
+    try:
+        yield
+    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint in {str(run_dir)!r} does not fit this run: "
+                              f"{type(exc).__name__}: {one_line(exc)}") from None
+
+
+def prefixed(prefix: str, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``{prefix.key: tensor}``: one part's tensors in a checkpoint's single safetensors file."""
+    return {f"{prefix}.{k}": v for k, v in tensors.items()}
+
+
+def unprefixed(prefix: str, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Inverse of :func:`prefixed`: the tensors under ``prefix.``, keys without it."""
+    return {k[len(prefix) + 1:]: v for k, v in tensors.items() if k.startswith(prefix + ".")}

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 
 from rlkit.core.optim import FlatParameters, Optimizer, adam_state, restore_adam_state
-from rlkit.errors import CheckpointError, ConfigError, one_line
-from rlkit.io.checkpoint import load_checkpoint, save_checkpoint
+from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import (load_checkpoint, prefixed, refuse_changes, require_state, restoring, save_checkpoint,
+                                 unprefixed)
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants import load_variant_states, save_variant_states
@@ -56,17 +57,12 @@ def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None
                            ) -> tuple[RLHFConfig, dict[str, torch.Tensor], dict[str, Any]]:
     """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``), tensors and JSON state."""
     changes = changes or {}
-    refused = sorted(set(changes) - set(RESUMABLE))
-    if refused:
-        raise ConfigError(f"a resumed run keeps its own config; cannot change {', '.join(refused)} "
-                          f"(may change: {', '.join(RESUMABLE)})")
+    refuse_changes(changes, RESUMABLE)
     tensors, state, _ = load_checkpoint(path, ("config",))
     if "iteration" not in state:
         kind = "a Gymnasium run; continue it with: rlkit train --resume" if "global_step" in state else "not an RLHF run:"
         raise ConfigError(f"{path!r} is {kind} {path}")
-    missing = [k for k in REQUIRED_STATE if k not in state]
-    if missing:
-        raise ConfigError(f"checkpoint at {path!r} lacks {', '.join(missing)} in state.json")
+    require_state(path, state, REQUIRED_STATE)
     cfg = RLHFConfig.from_dict({**migrate_config(state["config"], "rlhf"), **changes, "resume": path})
     if cfg.iterations < int(state["iteration"]):
         raise ConfigError(f"iterations={cfg.iterations} is below the {state['iteration']} the run has done")
@@ -75,7 +71,7 @@ def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None
 
 def save_rlhf(trainer: Checkpointable) -> Path:
     tensors: dict[str, torch.Tensor] = {"flat": trainer.flat.data}
-    tensors.update({f"optim.{k}": v for k, v in adam_state(trainer.optimizer, trainer.flat.param).items()})
+    tensors.update(prefixed("optim", adam_state(trainer.optimizer, trainer.flat.param)))
     tensors["rng.generator"] = trainer.generator.get_state()
     tensors["rng.torch"] = torch.get_rng_state()
     variant_tensors, variant_meta = save_variant_states([*trainer.hooks, trainer.source])
@@ -89,11 +85,8 @@ def save_rlhf(trainer: Checkpointable) -> Path:
 
 def load_rlhf(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
     """Restore ``trainer`` in place (a checkpoint that does not fit is a one-line :class:`CheckpointError`)."""
-    try:
+    with restoring(trainer.run_dir):
         _restore(trainer, tensors, state)
-    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-        raise CheckpointError(f"checkpoint in {str(trainer.run_dir)!r} does not fit this run: "
-                              f"{type(exc).__name__}: {one_line(exc)}") from None
 
 
 def _restore(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
@@ -103,8 +96,7 @@ def _restore(trainer: Checkpointable, tensors: dict[str, torch.Tensor], state: d
                           f"{trainer.flat.data.numel()}: not the run's policy")
     with torch.no_grad():
         trainer.flat.data.copy_(flat)
-    optim = {k[len("optim."):]: v for k, v in tensors.items() if k.startswith("optim.")}
-    restore_adam_state(trainer.optimizer, trainer.flat.param, optim)
+    restore_adam_state(trainer.optimizer, trainer.flat.param, unprefixed("optim", tensors))
     trainer.generator.set_state(tensors["rng.generator"])
     torch.set_rng_state(tensors["rng.torch"])
     load_variant_states([*trainer.hooks, trainer.source], tensors, variant_meta(state))
