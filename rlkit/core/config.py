@@ -156,10 +156,12 @@ def flat_field_names(cls: type) -> dict[str, tuple[str, ...]]:
     """Every leaf field name -> the path of sub-config fields holding it (``()``: the config's own)."""
     names: dict[str, tuple[str, ...]] = {}
     for name, sub in sub_configs(cls).items():
-        if sub is None:
-            names[name] = ()
-        else:
-            names.update({k: (name, *path) for k, path in flat_field_names(sub).items()})
+        leaves = {name: ()} if sub is None else {k: (name, *path) for k, path in flat_field_names(sub).items()}
+        for leaf, path in leaves.items():
+            if leaf in names:  # flat flags and records need every leaf name once
+                first, second = (".".join(p) or cls.__name__ for p in (names[leaf], path))
+                raise ConfigError(f"config field {leaf!r} is defined twice ({first} and {second})")
+            names[leaf] = path
     return names
 
 

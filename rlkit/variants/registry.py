@@ -138,9 +138,17 @@ def register_variant(variant: Variant) -> None:
         raise ConfigError(f"variant {variant.name!r} registered after the options groups were built; name its "
                           "module in RLKIT_VARIANTS or an 'rlkit.variants' entry point")
     unknown = set(variant.builders) - set(TRAINERS)
-    if not variant.name.isidentifier() or variant.name in _VARIANTS or unknown:
-        raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier and "
-                          f"the builders' trainers among {', '.join(TRAINERS)}")
+    if not variant.name.isidentifier() or variant.name in _VARIANTS or hasattr(GroupsMethods, variant.name) \
+            or variant.name.startswith("_") or unknown:
+        raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one of the "
+                          f"options container's attributes, and the builders' trainers among {', '.join(TRAINERS)}")
+    if not dataclasses.is_dataclass(variant.options):
+        raise ConfigError(f"cannot register variant {variant.name!r}: its options must be a dataclass")
+    taken = {n: v.name for v in _VARIANTS.values() for n in v.options.__dataclass_fields__}
+    taken.update({n: "ppo" for n in PPOConfig.__dataclass_fields__})
+    clash = sorted(set(variant.options.__dataclass_fields__) & set(taken))
+    if clash:
+        raise ConfigError(f"cannot register variant {variant.name!r}: option {clash[0]!r} is already {taken[clash[0]]}'s")
     _VARIANTS[variant.name] = variant
 
 

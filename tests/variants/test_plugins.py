@@ -204,3 +204,34 @@ def test_a_variant_registered_after_the_groups_exist_is_refused():
     with pytest.raises(rlkit.ConfigError, match="RLKIT_VARIANTS"):
         register_variant(Variant("late", LateOptions, str, builders={}))
     assert "late" not in registered() and "late_x" not in rlkit.TrainConfig().to_dict()
+
+
+@pytest.mark.parametrize("module,match", [
+    ("clashing_variant_ppo", "option 'clip_coef' is already ppo's"),
+    ("clashing_variant_trainer", "config field 'seed' is defined twice"),
+    ("clashing_variant_method", "not one of the options container's attributes"),
+])
+def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match):
+    """An option named like an existing field would shadow it in flat flags and records; a variant
+    named like a method of the options container would hide it: both are refused, nothing written."""
+    (tmp_path / f"{module}.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from rlkit.variants import Variant, register_variant\n"
+        "@dataclass(frozen=True)\n"
+        "class O:\n"
+        f"    {dict(clashing_variant_ppo='clip_coef', clashing_variant_trainer='seed').get(module, 'x')}: float = 1.0\n"
+        "    enabled = False\n"
+        "    def validate(self): pass\n"
+        f"register_variant(Variant({'build' if module.endswith('method') else 'clash'!r}, O, str, builders={{}}))\n")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "RLKIT_VARIANTS": module,
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).parents[2])])}
+    done = subprocess.run([sys.executable, "-m", "rlkit.cli", "train", "--total-steps", "512", "--logdir", "runs"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+    assert "rlkit: error:" in done.stderr and match in done.stderr
+    assert not (tmp_path / "runs").exists()
