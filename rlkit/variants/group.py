@@ -96,6 +96,8 @@ def build_rlhf(options: GroupOptions, ctx: PlugContext) -> Plug:
 
 
 def check_rlhf(options: GroupOptions, cfg: Any) -> None:
+    if cfg.separate_critic:
+        raise ConfigError("separate_critic needs a value model; the group variant (RLOO/GRPO) has none")
     if cfg.num_envs % options.group_size:
         raise ConfigError(f"num_envs={cfg.num_envs} is not a multiple of group_size={options.group_size} "
                           "(each prompt is answered group_size times per rollout)")

@@ -205,6 +205,10 @@ class HP3OOptions:
         if not (isinstance(self.hp3o_threshold, (int, float)) and math.isfinite(self.hp3o_threshold)
                 and self.hp3o_threshold >= 0):
             raise ConfigError(f"hp3o_threshold must be >= 0, got {self.hp3o_threshold!r}")
+        plus_only = [n for n in ("hp3o_plus_form", "hp3o_threshold")
+                     if getattr(self, n) != type(self).__dataclass_fields__[n].default]
+        if plus_only and not self.hp3o_plus:
+            raise ConfigError(f"{', '.join(plus_only)} applies to HP3O+ only; add hp3o_plus (--hp3o-plus)")
         if self.hp3o_advantages == "first-use" and self.hp3o_recompute_values:
             raise ConfigError("hp3o_advantages=first-use keeps the first advantages; it cannot be combined with "
                               "hp3o_recompute_values")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Callable, Mapping, Protocol
@@ -124,6 +125,8 @@ class Variant:
     """False: the variant needs no value function (the trainer builds none)."""
 
 
+LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+"""What a run label may hold (it becomes part of run directory names)."""
 _VARIANTS: dict[str, Variant] = {}
 _HOOKS: dict[str, Callable[[Any, FlatParameters], UpdateHook | None]] = {}
 _CLOSED: list[bool] = [False]
@@ -140,16 +143,48 @@ def register_variant(variant: Variant) -> None:
     unknown = set(variant.builders) - set(TRAINERS)
     if not variant.name.isidentifier() or variant.name in _VARIANTS or hasattr(GroupsMethods, variant.name) \
             or variant.name.startswith("_") or unknown:
-        raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one of the "
-                          f"options container's attributes, and the builders' trainers among {', '.join(TRAINERS)}")
-    if not dataclasses.is_dataclass(variant.options):
-        raise ConfigError(f"cannot register variant {variant.name!r}: its options must be a dataclass")
+        raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one "
+                          f"of the options container's attributes, and the builders' trainers among {', '.join(TRAINERS)}")
+    problem = _options_problem(variant)
+    if problem:
+        raise ConfigError(f"cannot register variant {variant.name!r}: {problem}")
     taken = {n: v.name for v in _VARIANTS.values() for n in v.options.__dataclass_fields__}
     taken.update({n: "ppo" for n in PPOConfig.__dataclass_fields__})
     clash = sorted(set(variant.options.__dataclass_fields__) & set(taken))
     if clash:
-        raise ConfigError(f"cannot register variant {variant.name!r}: option {clash[0]!r} is already {taken[clash[0]]}'s")
+        raise ConfigError(f"cannot register variant {variant.name!r}: option {clash[0]!r} is already "
+                          f"{taken[clash[0]]}'s")
     _VARIANTS[variant.name] = variant
+
+
+RESERVED = ("ppo", "variants")
+"""Names of the trainer configs' sub-configs: neither a variant nor an option may take them."""
+
+
+def _options_problem(variant: Variant) -> str | None:
+    """What makes a variant's declaration unusable (None: nothing)."""
+    cls = variant.options
+    if variant.name in RESERVED or not variant.builders:
+        return f"its name must not be {' or '.join(RESERVED)} and it needs a builder for a trainer"
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen):
+        return "its options must be a frozen dataclass class (e.g. @variant_options)"
+    fields = dataclasses.fields(cls)
+    if any(f.default is dataclasses.MISSING for f in fields):
+        return "every option needs a default (the default configuration is off)"
+    if any(f.name in RESERVED for f in fields) or not callable(getattr(cls, "validate", None)) \
+            or not hasattr(cls, "enabled"):
+        return f"its options need validate() and enabled, and no option may be named {' or '.join(RESERVED)}"
+    return None
+
+
+def _plugin_call(variant: Variant, what: str, call: Callable[[], Any]) -> Any:
+    """A variant's own code (validate, label, builder): a failure of any kind is one line naming it."""
+    try:
+        return call()
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (a variant's bug must not reach the user as a traceback)
+        raise ConfigError(f"variant {variant.name}'s {what} failed: {type(exc).__name__}: {exc}") from None
 
 
 def register_hook(name: str, factory: Callable[[Any, FlatParameters], UpdateHook | None]) -> None:
@@ -174,7 +209,7 @@ def load_plugins() -> None:
     for module in names:
         try:
             importlib.import_module(module.split(":")[0])
-        except Exception as exc:  # noqa: BLE001  (any failure of a plug-in is the user's one-line error)
+        except BaseException as exc:  # noqa: BLE001  (even SystemExit: a plug-in's failure is a one-line error)
             _PLUGIN_ERRORS.append(f"cannot import variant module {module!r}: {type(exc).__name__}: {exc}")
 
 
@@ -209,7 +244,11 @@ class GroupsMethods:
         if _PLUGIN_ERRORS:
             raise ConfigError(_PLUGIN_ERRORS[0])
         for v in _VARIANTS.values():
-            getattr(self, v.name).validate()
+            options = getattr(self, v.name)
+            if not isinstance(options, v.options):
+                raise ConfigError(f"variants.{v.name} must be {v.options.__name__}, got {type(options).__name__}")
+            _plugin_call(v, "validate", options.validate)
+        _ = self.name  # every enabled variant's label is checked here, before anything is written
         sources = [v.name for v in self.enabled() if v.replaces_batch]
         if len(sources) > 1:
             raise ConfigError(f"variants {' and '.join(sources)} both choose what the epochs train on; use one")
@@ -217,7 +256,14 @@ class GroupsMethods:
     @property
     def name(self) -> str:
         """Short name of the configuration: the enabled variants' labels joined by ``+`` (``ppo``: none)."""
-        return "+".join(v.label(getattr(self, v.name)) for v in self.enabled()) or "ppo"
+        labels = []
+        for v in self.enabled():
+            label = _plugin_call(v, "label", lambda v=v: v.label(getattr(self, v.name)))
+            if not isinstance(label, str) or not LABEL.fullmatch(label) or label == "ppo":
+                raise ConfigError(f"variant {v.name}'s label must be a non-empty name of letters, digits and . _ - + "
+                                  f"(not 'ppo'), got {label!r}")
+            labels.append(label)
+        return "+".join(labels) or "ppo"
 
     @property
     def critic(self) -> bool:
@@ -247,7 +293,12 @@ class GroupsMethods:
 
     def build(self, ctx: PlugContext) -> Plugs:
         """Hooks, batch source and group size of the enabled variants for ``ctx.trainer``."""
-        plugs = [v.builders[ctx.trainer](getattr(self, v.name), ctx) for v in self.enabled()]
+        build = ctx.trainer + " builder"
+        plugs = [_plugin_call(v, build, lambda v=v: v.builders[ctx.trainer](getattr(self, v.name), ctx))
+                 for v in self.enabled()]
+        for v, plug in zip(self.enabled(), plugs):
+            if not isinstance(plug, Plug):
+                raise ConfigError(f"variant {v.name}'s {build} returned {type(plug).__name__}, not a Plug")
         extra = (factory(self, ctx.flat) for factory in _HOOKS.values())
         sources = [p.source for p in plugs if p.source is not None]
         return Plugs([h for p in plugs for h in p.hooks] + [h for h in extra if h is not None],

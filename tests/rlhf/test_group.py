@@ -101,6 +101,7 @@ def test_tiny_lm_learns_with_group_advantages(logdir, form):
     (dict(group_size=1, group_form="grpo"), "group_size >= 2"),
     (dict(group_size=4, hp3o=True, hp3o_trajectories=4), "both choose"),
     (dict(group_size=4, group_eps=0.0), "group_eps"),
+    (dict(group_size=4, separate_critic=True), "separate_critic"),
 ])
 def test_bad_group_settings_are_one_line(logdir, kw, match):
     with pytest.raises(ConfigError, match=match) as e:

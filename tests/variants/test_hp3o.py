@@ -142,6 +142,7 @@ def test_any_hp3o_option_turns_hp3o_on():
     (dict(hp3o=True, hp3o_buffer_size=0), "hp3o_buffer_size"),
     (dict(hp3o=True, hp3o_advantages="first-use", hp3o_recompute_values=True), "hp3o_recompute_values"),
     (dict(hp3o=True, hp3o_schedule="per-step"), "hp3o_schedule"),
+    (dict(hp3o=True, hp3o_threshold=0.1), "applies to HP3O\\+ only"),
 ])
 def test_invalid_hp3o_settings_are_one_line_errors(kw, match):
     with pytest.raises(rlkit.ConfigError, match=match) as e:

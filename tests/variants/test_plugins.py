@@ -222,7 +222,8 @@ def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match)
         f"    {dict(clashing_variant_ppo='clip_coef', clashing_variant_trainer='seed').get(module, 'x')}: float = 1.0\n"
         "    enabled = False\n"
         "    def validate(self): pass\n"
-        f"register_variant(Variant({'build' if module.endswith('method') else 'clash'!r}, O, str, builders={{}}))\n")
+        f"register_variant(Variant({'build' if module.endswith('method') else 'clash'!r}, O, str, "
+        "builders={'gym': print}))\n")
     import os
     import subprocess
     import sys
@@ -234,4 +235,42 @@ def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match)
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
     assert "rlkit: error:" in done.stderr and match in done.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("body,flag,match", [
+    ("raise KeyboardInterrupt", "", "cannot import variant module"),
+    ("raise SystemExit(3)", "", "cannot import variant module"),
+    ("make(label=lambda o: 1 / 0)", "--bad-x 2", "label failed: ZeroDivisionError"),
+    ("make(label=lambda o: 'x\\ny')", "--bad-x 2", "label must be a non-empty name"),
+    ("make(label=lambda o: '')", "--bad-x 2", "label must be a non-empty name"),
+    ("make(build=lambda o, c: None)", "--bad-x 2", "returned NoneType, not a Plug"),
+    ("make(build=lambda o, c: 1 / 0)", "--bad-x 2", "gym builder failed: ZeroDivisionError"),
+    ("make(frozen=False)", "", "must be a frozen dataclass"),
+])
+def test_a_broken_plugin_is_a_one_line_error_with_nothing_written(tmp_path, body, flag, match):
+    (tmp_path / "broken_variant.py").write_text(
+        "import dataclasses\n"
+        "from rlkit.variants import Plug, Variant, register_variant\n"
+        "def make(label=lambda o: 'bad', build=lambda o, c: Plug(), frozen=True):\n"
+        "    @dataclasses.dataclass(frozen=frozen)\n"
+        "    class O:\n"
+        "        bad_x: float = 1.0\n"
+        "        enabled = property(lambda self: self.bad_x != 1.0)\n"
+        "        def validate(self): pass\n"
+        "    register_variant(Variant('bad', O, label, builders={'gym': build}))\n"
+        + body + "\n")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "RLKIT_VARIANTS": "broken_variant",
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(Path(__file__).parents[2])])}
+    args = ["train", "--total-steps", "512", "--num-envs", "2", "--num-steps", "256", "--eval-episodes", "0",
+            "--logdir", "runs", *flag.split()]
+    done = subprocess.run([sys.executable, "-m", "rlkit.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 2 and done.stderr.strip().count("\n") == 0, done.stderr
+    assert done.stderr.startswith("rlkit: error:") and match in done.stderr, done.stderr
     assert not (tmp_path / "runs").exists()
