@@ -16,7 +16,8 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, TypeVar, get_args, get_origin, get_type_hints
+import types
+from typing import Any, Iterator, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from rlkit.errors import ConfigError
 
@@ -123,11 +124,55 @@ def literal_choices(cls: type) -> dict[str, tuple]:
     return {name: get_args(hint) for name, hint in get_type_hints(cls).items() if get_origin(hint) is Literal}
 
 
+@functools.cache
+def field_hints(cls: type) -> dict[str, Any]:
+    """Each field of a config class -> its resolved annotation."""
+    hints = get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.name in hints}
+
+
+def type_problem(hint: Any, value: object) -> str | None:
+    """What ``value`` should be to fit annotation ``hint`` (None: it fits, or the annotation is
+    not one a config field checks: ``bool``, ``int``, ``float``, ``str``, ``None``, ``Literal``,
+    ``tuple[X, ...]``, a dataclass and unions of these)."""
+    origin = get_origin(hint)
+    if hint is bool:
+        return None if isinstance(value, bool) else "true or false"
+    if hint is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
+    if hint is float:
+        return None if _is_number(value) else "a number"
+    if hint is str:
+        return None if isinstance(value, str) else "a string"
+    if hint is type(None):
+        return None if value is None else "None"
+    if origin is Literal:
+        allowed = get_args(hint)
+        return None if value in allowed and type(value) in map(type, allowed) else \
+            f"one of {', '.join(map(str, allowed))}"
+    if origin is tuple and len(get_args(hint)) == 2 and get_args(hint)[1] is Ellipsis:
+        if not isinstance(value, tuple):
+            return "a list"
+        problems = [type_problem(get_args(hint)[0], v) for v in value]
+        return next((f"a list whose every item is {p}" for p in problems if p), None)
+    if origin in (Union, types.UnionType):
+        problems = [type_problem(h, value) for h in get_args(hint)]
+        return None if any(p is None for p in problems) else " or ".join(p for p in problems if p)
+    if dataclasses.is_dataclass(hint):
+        return None if isinstance(value, hint) else f"a {hint.__name__}"
+    return None
+
+
 def require_choices(cfg: object) -> None:
-    """One-line :class:`ConfigError` naming the first ``Literal`` field whose value is not allowed."""
-    for name, allowed in literal_choices(type(cfg)).items():
-        if getattr(cfg, name) not in allowed:
-            raise ConfigError(f"{name} must be one of {', '.join(map(str, allowed))}; got {getattr(cfg, name)!r}")
+    """One-line :class:`ConfigError` naming the first field whose value does not fit its
+    annotation: the wrong type (``"false"`` for a flag, ``"1.5"`` for a number) or a value outside
+    its ``Literal`` choices."""
+    for name, hint in field_hints(type(cfg)).items():
+        value = getattr(cfg, name)
+        problem = type_problem(hint, value)
+        if problem:
+            shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+            raise ConfigError(f"{name} must be {problem}; got {shown}")
 
 
 def require_positive_int(cfg: object, name: str) -> None:
@@ -179,7 +224,8 @@ def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[s
         elif names.get(key):
             nested.setdefault(names[key][0], {})[key] = value
         elif key in fields and fields[key] is None:
-            own[key] = value
+            is_tuple = get_origin(field_hints(cls).get(key)) is tuple
+            own[key] = tuple(value) if is_tuple and isinstance(value, list) else value  # JSON / TOML lists
         else:
             unknown.append(key)
     if unknown:
@@ -267,6 +313,7 @@ class ComposedConfig:
         from rlkit.core.device import check_device
         from rlkit.io.checkpoint import check_run_name
 
+        require_choices(self)  # the config's own fields and the sub-configs' classes
         for name, sub in sub_configs(type(self)).items():
             if sub is not None:
                 getattr(self, name).validate()

@@ -59,3 +59,36 @@ def test_bad_ppo_values_are_one_line_errors_in_both_configs(field, value):
 def test_every_user_facing_error_is_an_rlkit_error():
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, Exception)]
     assert len(classes) >= 8 and all(issubclass(c, RlkitError) for c in classes)
+
+
+@pytest.mark.parametrize("fields,message", [
+    (dict(hp3o="false"), "hp3o must be true or false; got 'false'"),
+    (dict(outer="no"), "outer must be true or false"),
+    (dict(anneal_lr=1), "anneal_lr must be true or false"),
+    (dict(outer_lr="1.5"), "outer_lr must be a number; got '1.5'"),
+    (dict(clip_coef=True), "clip_coef must be a finite number"),
+    (dict(total_steps=1e6), "total_steps must be an integer"),
+    (dict(env=123), "env must be a string; got 123"),
+    (dict(run_name=5), "run_name must be a string or None"),
+    (dict(hidden_sizes=(64, "a")), "hidden_sizes must be a list whose every item is an integer"),
+    (dict(outer_optimizer=3), "outer_optimizer must be a string"),
+])
+def test_every_field_is_checked_against_its_type(fields, message):
+    from rlkit import TrainConfig
+
+    with pytest.raises(ConfigError) as info:
+        TrainConfig(**fields)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_sub_config_of_the_wrong_class_is_refused_and_lists_become_tuples():
+    from rlkit import TrainConfig
+    from rlkit.rlhf.config import RLHFConfig
+
+    with pytest.raises(ConfigError, match="ppo must be a PPOConfig; got a TrainConfig"):
+        TrainConfig().replace(ppo=TrainConfig())
+    for fields in (dict(kl_estimator="k2"), dict(dtype="float64"), dict(lora_targets=("q", 1))):
+        with pytest.raises(ConfigError, match=next(iter(fields))):
+            RLHFConfig(**fields)
+    assert TrainConfig(hidden_sizes=[32, 32]).hidden_sizes == (32, 32)  # a TOML / JSON list
+    assert TrainConfig(outer_lr=2).outer_lr == 2  # an integer is a number
