@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rlkit.core.config import ComposedConfig, PPOConfig, deferred_validation, flat_init, require_positive_int
+from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
-from rlkit.variants import VariantGroups
+from rlkit.variants import VariantGroups, variant_presets
 
 __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
 
@@ -95,7 +96,8 @@ class TrainConfig(ComposedConfig):
 
     @property
     def checkpoint_every_updates(self) -> int:
-        return max(1, self.checkpoint_every // self.batch_size)
+        """Updates between checkpoints (``checkpoint_every`` env steps, at least one update)."""
+        return Schedule.checkpoint_cadence(self.checkpoint_every, self.batch_size)
 
 
 PRESETS: dict[str, dict[str, object]] = {
@@ -110,36 +112,9 @@ PRESETS: dict[str, dict[str, object]] = {
 }
 
 
-# Variant presets set only algorithm fields, so they stack on an env preset:
-# ``preset("mujoco", "hp3o")`` or ``rlkit train --preset mujoco hp3o``.
-PRESETS.update({
-    "ppo": dict(),
-    "outer-lr": dict(outer=True, outer_lr=1.5),
-    "outer-nesterov": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_nesterov=True),
-    "outer-biased": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_bias=0.5),
-    # The HP3O authors' buffer and sampling sizes: 20 trajectories, k = 5, 1280 transitions per
-    # epoch, minibatch 128 (10 minibatches), 10 epochs.
-    "hp3o": dict(hp3o=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280,
-                 num_minibatches=10, update_epochs=10),
-    "hp3o-plus": dict(hp3o=True, hp3o_plus=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280,
-                      num_minibatches=10, update_epochs=10),
-})
-# The HP3O authors' full settings (their code): gamma 0.99, lambda 0.92, clip and value clip 0.2 with
-# Stable-Baselines3's value loss mean((V_clip - R)^2), entropy 4e-4, grad norm 0.8, Adam at constant
-# lr 5e-4 and torch's eps 1e-8, 128x128 tanh networks, no observation or reward normalization, buffer
-# 20, k 5, 1280 transitions (min(1280 / k, L) of each trajectory), the k trajectories redrawn every
-# epoch, minibatch 128 in contiguous chunks, 10 epochs, an update after every finished episode once k
-# are stored, every episode end terminal; HP3O+ in its TD form with a threshold of 0 on raw
-# observations (exact matches). The env preset's env count and rollout length stay: the authors'
-# exact timing (one env, the update between episodes) is ``--num-envs 1 --num-steps 1``.
-_HP3O_PAPER = dict(hp3o=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280, num_minibatches=10,
-                   update_epochs=10, hp3o_sampling="paper", hp3o_timeouts_terminal=True,
-                   hp3o_contiguous_minibatches=True, hp3o_redraw_each_epoch=True, hp3o_schedule="episode",
-                   gamma=0.99, gae_lambda=0.92, clip_coef=0.2, clip_vloss=True, vloss_form="clipped-mse",
-                   ent_coef=4e-4, max_grad_norm=0.8, learning_rate=5e-4, anneal_lr=False, adam_eps=1e-8,
-                   norm_obs=False, norm_reward=False, hidden_sizes=(128, 128))
-PRESETS.update({"hp3o-paper": _HP3O_PAPER,
-                "hp3o-plus-paper": {**_HP3O_PAPER, "hp3o_plus": True, "hp3o_plus_form": "td", "hp3o_threshold": 0.0}})
+# Variant presets (each variant's module declares its own) set only algorithm fields, so they stack
+# on an env preset: ``preset("mujoco", "hp3o")`` or ``rlkit train --preset mujoco hp3o``.
+PRESETS.update({"ppo": dict(), **variant_presets()})
 
 
 ENV_PRESETS = ("cartpole", "mujoco")

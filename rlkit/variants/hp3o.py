@@ -250,6 +250,26 @@ RLHF_IGNORES = ("hp3o_samples", "hp3o_sampling", "hp3o_redraw_each_epoch", "hp3o
 """On the token env a batch is the chosen whole responses, every response ends the episode, and no
 state distance exists for HP3O+: these options have nothing to act on there."""
 
+# The HP3O authors' buffer and sampling sizes: 20 trajectories, k = 5, 1280 transitions per
+# epoch, minibatch 128 (10 minibatches), 10 epochs.
+_SIZES = dict(hp3o=True, hp3o_buffer_size=20, hp3o_trajectories=5, hp3o_samples=1280, num_minibatches=10,
+              update_epochs=10)
+# The HP3O authors' full settings (their code): gamma 0.99, lambda 0.92, clip and value clip 0.2 with
+# Stable-Baselines3's value loss mean((V_clip - R)^2), entropy 4e-4, grad norm 0.8, Adam at constant
+# lr 5e-4 and torch's eps 1e-8, 128x128 tanh networks, no observation or reward normalization, buffer
+# 20, k 5, 1280 transitions (min(1280 / k, L) of each trajectory), the k trajectories redrawn every
+# epoch, minibatch 128 in contiguous chunks, 10 epochs, an update after every finished episode once k
+# are stored, every episode end terminal; HP3O+ in its TD form with a threshold of 0 on raw
+# observations (exact matches). The env preset's env count and rollout length stay: the authors'
+# exact timing (one env, the update between episodes) is ``--num-envs 1 --num-steps 1``.
+_PAPER = dict(_SIZES, hp3o_sampling="paper", hp3o_timeouts_terminal=True, hp3o_contiguous_minibatches=True,
+              hp3o_redraw_each_epoch=True, hp3o_schedule="episode", gamma=0.99, gae_lambda=0.92, clip_coef=0.2,
+              clip_vloss=True, vloss_form="clipped-mse", ent_coef=4e-4, max_grad_norm=0.8, learning_rate=5e-4,
+              anneal_lr=False, adam_eps=1e-8, norm_obs=False, norm_reward=False, hidden_sizes=(128, 128))
+PRESETS = {"hp3o": _SIZES, "hp3o-plus": dict(_SIZES, hp3o_plus=True), "hp3o-paper": _PAPER,
+           "hp3o-plus-paper": dict(_PAPER, hp3o_plus=True, hp3o_plus_form="td", hp3o_threshold=0.0)}
+"""``rlkit train --preset`` settings of Liu et al. (2025): the authors' sizes, and their full settings."""
+
 register_variant(Variant("hp3o", HP3OOptions, label, builders={"gym": build_gym, "rlhf": build_rlhf},
                          unsupported={"rlhf": RLHF_IGNORES}, checks={"gym": check_gym, "rlhf": check_rlhf},
-                         replaces_batch=True))
+                         replaces_batch=True, presets=PRESETS))

@@ -220,4 +220,12 @@ def check_outer_optimizer(name: str, lr: float) -> None:
                       "(e.g. SGD, Adam, AdamW, RMSprop)")
 
 
-register_variant(Variant("outer", OuterOptions, label, builders={"gym": build, "rlhf": build}))
+PRESETS = {
+    "outer-lr": dict(outer=True, outer_lr=1.5),
+    "outer-nesterov": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_nesterov=True),
+    "outer-biased": dict(outer=True, outer_lr=1.0, outer_momentum=0.5, outer_bias=0.5),
+}
+"""The configurations of Tan et al. (2024) the ablations run: outer learning rate, Nesterov momentum,
+biased initialization."""
+
+register_variant(Variant("outer", OuterOptions, label, builders={"gym": build, "rlhf": build}, presets=PRESETS))

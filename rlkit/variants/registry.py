@@ -123,6 +123,9 @@ class Variant:
     """The variant provides the batch source (at most one enabled variant may)."""
     critic: bool = True
     """False: the variant needs no value function (the trainer builds none)."""
+    presets: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    """Named settings for ``rlkit train --preset`` (e.g. the paper's): flat field names -> values,
+    the variant's options and any PPO field, stacked on an env preset."""
 
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -154,11 +157,19 @@ def register_variant(variant: Variant) -> None:
     if clash:
         raise ConfigError(f"cannot register variant {variant.name!r}: option {clash[0]!r} is already "
                           f"{taken[clash[0]]}'s")
+    presets = {n: v.name for v in _VARIANTS.values() for n in v.presets}
+    bad = [n for n in variant.presets if not isinstance(n, str) or not LABEL.fullmatch(n) or n in presets
+           or n in RESERVED_PRESETS or not isinstance(variant.presets[n], Mapping)]
+    if bad:
+        raise ConfigError(f"cannot register variant {variant.name!r}: preset {bad[0]!r} must be a new plain name "
+                          f"(not {', '.join(RESERVED_PRESETS)} or another variant's) naming a mapping of fields")
     _VARIANTS[variant.name] = variant
 
 
 RESERVED = ("ppo", "variants")
 """Names of the trainer configs' sub-configs: neither a variant nor an option may take them."""
+RESERVED_PRESETS = ("ppo", "cartpole", "mujoco")
+"""Presets of the Gymnasium config itself (plain PPO and the env presets)."""
 
 
 def _options_problem(variant: Variant) -> str | None:
@@ -199,6 +210,11 @@ def unregister_hook(name: str) -> None:
 
 def registered() -> dict[str, Variant]:
     return dict(_VARIANTS)
+
+
+def variant_presets() -> dict[str, dict[str, object]]:
+    """Every registered variant's presets, in registration order."""
+    return {name: dict(fields) for v in _VARIANTS.values() for name, fields in v.presets.items()}
 
 
 def load_plugins() -> None:

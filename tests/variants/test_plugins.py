@@ -179,12 +179,14 @@ def test_a_variant_with_its_own_options_plugs_in_through_rlkit_variants(tmp_path
     checkpointed, and a trainer it does not build for refuses it in one line."""
     help_text = _rlkit(["train", "--help"], tmp_path).stdout
     assert "variants.toy options" in help_text and "--toy-scale" in help_text
-    done = _rlkit(["train", "--toy-scale", "0.5", "--total-steps", "1024", "--num-envs", "2", "--num-steps", "256",
+    assert "toy-half" in help_text  # its preset is offered
+    done = _rlkit(["train", "--preset", "toy-half", "--total-steps", "1024", "--num-envs", "2", "--num-steps", "256",
                    "--eval-episodes", "0", "--logdir", "runs", "--run-name", "t"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["variant"] == "toy0.5"
     state = json.loads((resolve_checkpoint(tmp_path / "runs" / "t") / "state.json").read_text())
     assert state["variants"]["toy"] == {"count": 2} and state["config"]["toy_scale"] == 0.5
+    assert state["config"]["update_epochs"] == 2  # the preset's PPO field
     refused = _rlkit(["rlhf", "--toy-scale", "0.5", "--policy", "x", "--prompts", "y"], tmp_path)
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
     assert "variant toy is not offered by the RLHF trainer" in refused.stderr
@@ -210,6 +212,7 @@ def test_a_variant_registered_after_the_groups_exist_is_refused():
     ("clashing_variant_ppo", "option 'clip_coef' is already ppo's"),
     ("clashing_variant_trainer", "config field 'seed' is defined twice"),
     ("clashing_variant_method", "not one of the options container's attributes"),
+    ("clashing_variant_preset", "preset 'mujoco' must be a new plain name"),
 ])
 def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match):
     """An option named like an existing field would shadow it in flat flags and records; a variant
@@ -223,7 +226,7 @@ def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match)
         "    enabled = False\n"
         "    def validate(self): pass\n"
         f"register_variant(Variant({'build' if module.endswith('method') else 'clash'!r}, O, str, "
-        "builders={'gym': print}))\n")
+        f"builders={{'gym': print}}, presets={ {'mujoco': {}} if module.endswith('preset') else {} }))\n")
     import os
     import subprocess
     import sys

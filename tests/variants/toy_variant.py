@@ -57,4 +57,5 @@ def build(options: ToyOptions, ctx: PlugContext) -> Plug:
     return Plug(hooks=(Damp(options.toy_scale, ctx.flat),))
 
 
-register_variant(Variant("toy", ToyOptions, lambda o: f"toy{o.toy_scale:g}", builders={"gym": build}))
+register_variant(Variant("toy", ToyOptions, lambda o: f"toy{o.toy_scale:g}", builders={"gym": build},
+                         presets={"toy-half": {"toy_scale": 0.5, "update_epochs": 2}}))
