@@ -41,7 +41,7 @@ def main() -> None:
     trainer = RLHFTrainer(cfg, reward=lambda p, r: [0.0] * len(r), policy=policy, tokenizer=tokenizer,
                           prompts=prompts)
     # the same prompt per sub-env as generate's row: sub-env i always draws prompt i
-    for i, env in enumerate(trainer.envs):
+    for i, env in enumerate(trainer.parts.envs):
         env.prompts = [env.prompts[i]]
     gen_model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
     tokenizer.padding_side = "left"

@@ -81,7 +81,7 @@ def worker_rlkit(iterations: int, threads: int, shared: bool, style: str, group_
     for _ in range(iterations):
         start = time.perf_counter()
         trainer.update()
-        trainer.iteration += 1
+        trainer.progress.updates_done += 1
         times.append(time.perf_counter() - start)
     return times
 

@@ -75,12 +75,12 @@ def _tiny_rlhf(logdir, run_name):
 
 def test_tiny_rlhf_same_seed_twice_gives_the_same_bits(logdir):
     first, second = _tiny_rlhf(logdir, "a"), _tiny_rlhf(logdir, "b")
-    start = first.flat.data.clone()
+    start = first.learner.flat.data.clone()
     results = [t.train() for t in (first, second)]
-    assert not torch.equal(first.flat.data, start)
-    assert torch.equal(first.flat.data, second.flat.data)  # every trained weight and the value head
+    assert not torch.equal(first.learner.flat.data, start)
+    assert torch.equal(first.learner.flat.data, second.learner.flat.data)  # every trained weight and the value head
     for k in ("exp_avg", "exp_avg_sq"):
-        assert torch.equal(first.optimizer.state[first.flat.param][k], second.optimizer.state[second.flat.param][k])
+        assert torch.equal(first.learner.optimizer.state[first.learner.flat.param][k], second.learner.optimizer.state[second.learner.flat.param][k])
     assert [h["charts/score"] for h in results[0].history] == [h["charts/score"] for h in results[1].history]
 
 
@@ -109,7 +109,7 @@ def _stop_after_update(monkeypatch, n: int) -> None:
 
     def after_update(self, stats, logger):
         real(self, stats, logger)
-        if self.updates_done == n:
+        if self.progress.updates_done == n:
             # The run loop's handler turns SIGINT into a request to stop; Python's default one
             # would interrupt the whole test session instead.
             assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler, "the run loop handles SIGINT"
@@ -163,9 +163,9 @@ def test_a_legacy_rlhf_checkpoint_loads_to_the_tensors_it_stores(tmp_path):
     trainer = _resume_rlhf(run)
     stored = final_tensors(run)
     assert trainer.iteration == 2 and trainer.cfg.hp3o and trainer.cfg.outer_lr == 1.5
-    assert torch.equal(trainer.flat.data, stored["flat"])
-    assert len(trainer.source.buffer) == 4  # HP3O's stored responses
-    assert torch.equal(trainer.hooks[0].momentum_buffer, stored["outer.momentum_buffer"])
+    assert torch.equal(trainer.learner.flat.data, stored["flat"])
+    assert len(trainer.learner.source.buffer) == 4  # HP3O's stored responses
+    assert torch.equal(trainer.learner.hooks[0].momentum_buffer, stored["outer.momentum_buffer"])
 
 
 def test_a_legacy_rlhf_checkpoint_resumed_twice_gives_the_same_bits(tmp_path):

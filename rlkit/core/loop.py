@@ -1,8 +1,9 @@
 """The run loop both trainers use: seeding, the run directory (new or resumed), logging,
 learning-rate annealing, checkpoint cadence and the result file.
 
-A trainer provides :class:`Iterating`: one update at a time (``iterate``), its checkpoint
-(``save``) and what follows a checkpoint. Everything around it is here, once.
+A trainer provides :class:`Steps`: one update at a time (``iterate``), its checkpoint (``save``)
+and what follows an update, a checkpoint and the run; it composes a :class:`Learner` and a
+:class:`Progress`. Everything around them (:func:`train_steps`) is here, once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Protocol
 import torch
 from tqdm import tqdm
 
-from rlkit.core.optim import Optimizer
+from rlkit.core.learner import Learner, Progress
 from rlkit.io.checkpoint import new_run_dir, run_dir_of
 from rlkit.io.logger import Logger
 
@@ -30,33 +31,32 @@ class Iteration(NamedTuple):
 
     stats: dict[str, float]
     """Scalars to log (``charts/``, ``losses/``, a variant's group)."""
-    step: int
-    """The x-axis value to log them at (env steps, or iterations)."""
-    units: float
-    """Environment steps this update took (for ``charts/steps_per_second`` and the progress bar)."""
+    units: int
+    """Environment steps this update took (added to the progress; ``charts/steps_per_second``, the bar)."""
     postfix: str | None = None
     """Shown beside the progress bar (e.g. the recent return)."""
 
 
-class Scheduled(Protocol):
-    def schedule(self, fraction: float) -> None:
-        """Before every update: the inner learning rate is ``fraction`` of its initial value."""
+class Steps(Protocol):
+    """What a trainer gives the skeleton (:func:`train_steps`): its own update and what follows it."""
 
+    def iterate(self) -> Iteration:
+        """One update: collect, select batches, the learner's passes."""
 
-class Iterating(Protocol):
-    hooks: list[Scheduled]
-    """Told the learning rate's annealing fraction before every update (e.g. Outer-PPO's sigma / mu)."""
-    updates_done: int
-    seconds: float
-    """Seconds spent in updates so far (across resumes)."""
+    def after_update(self, stats: dict[str, float], logger: Logger) -> None:
+        """After the update is logged (e.g. a periodic evaluation)."""
 
-    def iterate(self) -> Iteration: ...
+    def save(self) -> Path:
+        """Write a checkpoint; returns its folder."""
 
-    def after_update(self, stats: dict[str, float], logger: Logger) -> None: ...
+    def after_checkpoint(self) -> None:
+        """After a checkpoint, unless the run is over (e.g. start new episodes)."""
 
-    def save(self) -> Path: ...
+    def finish(self, logger: Logger) -> None:
+        """After the last update (e.g. close the envs, the final evaluation)."""
 
-    def after_checkpoint(self) -> None: ...
+    def abort(self, error: BaseException) -> None:
+        """The run stopped with ``error`` (an interrupt after its checkpoint, or a failure)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ class Schedule:
     anneal_lr: bool
     checkpoint_every: int
     """Updates between checkpoints (0: none); one is also written after the last update."""
+    log_by_updates: bool = False
+    """The x-axis of the logged scalars: updates (True) or environment steps (False)."""
     progress_total: float | None = None
     """Environment steps in the whole run for a progress bar on a terminal (None: no bar)."""
 
@@ -74,6 +76,12 @@ class Schedule:
         if not self.anneal_lr:
             return self.learning_rate
         return self.learning_rate * (1.0 - updates_done / self.num_updates)
+
+    @staticmethod
+    def checkpoint_cadence(checkpoint_every: int, steps_per_update: int) -> int:
+        """Updates between checkpoints for ``checkpoint_every`` environment steps (0: none), when an
+        update takes at most ``steps_per_update`` steps (the rollout's ``num_envs x steps``)."""
+        return max(1, checkpoint_every // steps_per_update) if checkpoint_every else 0
 
     def checkpoint_due(self, updates_done: int) -> bool:
         return bool(self.checkpoint_every) and (updates_done % self.checkpoint_every == 0
@@ -154,48 +162,80 @@ def _stop_on_signals() -> Iterator[_StopRequest]:
             signal.signal(s, previous)
 
 
-def run_updates(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Schedule,
-                progress: bool = False, initial_units: float = 0) -> None:
+@dataclass(frozen=True)
+class RunSpec:
+    """How :func:`train_steps` runs a trainer: where it logs, what it logs first, its schedule."""
+
+    run_dir: Path
+    config: Mapping[str, Any]
+    """The flat config (hparams and ``config.json`` of a fresh run)."""
+    variant: str
+    metric_tags: list[str]
+    lead: tuple[str, ...]
+    """Fields logged first among the hparams (the variants' options)."""
+    schedule: Schedule
+    resumed: bool
+    progress_bar: bool = False
+
+
+def train_steps(steps: Steps, learner: Learner, progress: Progress, spec: RunSpec) -> None:
+    """The run both trainers share: open the log (purging what a killed run wrote after the
+    resume point), run the updates to the end, ``finish`` (or ``abort`` on any error), close the log."""
+    axis = progress.updates_done if spec.schedule.log_by_updates else progress.env_steps
+    logger = open_logger(spec.run_dir, axis if spec.resumed else None, spec.config, spec.variant, spec.metric_tags,
+                         spec.lead)
+    try:
+        run_updates(steps, learner, progress, logger, spec.schedule, spec.progress_bar)
+        steps.finish(logger)
+    except BaseException as exc:
+        steps.abort(exc)
+        raise
+    finally:
+        logger.close()
+
+
+def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logger, schedule: Schedule,
+                progress_bar: bool = False) -> None:
     """Update until ``schedule.num_updates``: set the learning rate, time and log each update,
-    checkpoint on the cadence (the log is flushed first, so everything up to a checkpoint is on
-    disk before the checkpoint exists). SIGINT/SIGTERM stop the run after the update in flight
-    with a checkpoint (:class:`Interrupted`); the continuation from it is a valid run, though not
-    bit-identical to an uninterrupted one (the checkpoint starts new episodes)."""
-    bar = tqdm(total=schedule.progress_total, initial=initial_units, unit="step", dynamic_ncols=True,
-               disable=not (progress and schedule.progress_total and sys.stderr.isatty()))
+    advance ``progress``, checkpoint on the cadence (the log is flushed first, so everything up to
+    a checkpoint is on disk before the checkpoint exists). SIGINT/SIGTERM stop the run after the
+    update in flight with a checkpoint (:class:`Interrupted`); the continuation from it is a valid
+    run, though not bit-identical to an uninterrupted one (the checkpoint starts new episodes)."""
+    bar = tqdm(total=schedule.progress_total, initial=progress.env_steps, unit="step", dynamic_ncols=True,
+               disable=not (progress_bar and schedule.progress_total and sys.stderr.isatty()))
     with _stop_on_signals() as stop:
         try:
-            _loop(trainer, optimizer, logger, schedule, bar, stop)
+            while progress.updates_done < schedule.num_updates:
+                _update(steps, learner, progress, logger, schedule, bar)
+                if schedule.checkpoint_due(progress.updates_done) or stop.signum is not None:
+                    logger.flush()
+                    checkpoint = steps.save()
+                    if stop.signum is not None:
+                        raise Interrupted(stop.signum, checkpoint.parents[1], checkpoint)
+                    if progress.updates_done < schedule.num_updates:
+                        steps.after_checkpoint()
         finally:
             bar.close()
 
 
-def _loop(trainer: Iterating, optimizer: Optimizer, logger: Logger, schedule: Schedule, bar: tqdm,
-          stop: _StopRequest) -> None:
-    while trainer.updates_done < schedule.num_updates:
-        start = time.perf_counter()
-        lr = schedule.lr(trainer.updates_done)
-        optimizer.param_groups[0]["lr"] = lr
-        for hook in trainer.hooks:
-            hook.schedule(lr / schedule.learning_rate)
-        stats, step, units, postfix = trainer.iterate()
-        seconds = time.perf_counter() - start
-        trainer.seconds += seconds
-        stats["charts/learning_rate"] = lr
-        stats["charts/steps_per_second"] = units / seconds
-        logger.scalars(stats, step)
-        trainer.after_update(stats, logger)
-        bar.update(units)
-        if postfix:
-            bar.set_postfix_str(postfix, refresh=False)
-        due = schedule.checkpoint_due(trainer.updates_done)
-        if due or stop.signum is not None:
-            logger.flush()
-            checkpoint = trainer.save()
-            if stop.signum is not None:
-                raise Interrupted(stop.signum, checkpoint.parents[1], checkpoint)
-            if trainer.updates_done < schedule.num_updates:
-                trainer.after_checkpoint()
+def _update(steps: Steps, learner: Learner, progress: Progress, logger: Logger, schedule: Schedule,
+            bar: tqdm) -> None:
+    start = time.perf_counter()
+    lr = schedule.lr(progress.updates_done)
+    learner.optimizer.param_groups[0]["lr"] = lr
+    learner.schedule(lr / schedule.learning_rate)
+    stats, units, postfix = steps.iterate()
+    seconds = time.perf_counter() - start
+    progress.updates_done += 1
+    progress.env_steps += units
+    progress.seconds += seconds
+    stats["charts/learning_rate"] = lr
+    stats["charts/steps_per_second"] = units / seconds
+    logger.scalars(stats, progress.updates_done if schedule.log_by_updates else progress.env_steps)
+    steps.after_update(stats, logger)
+    bar.update(units)
+    if postfix:
+        bar.set_postfix_str(postfix, refresh=False)
 
 
 def write_result(run_dir: Path, result: Mapping[str, Any]) -> None:

@@ -18,21 +18,21 @@ import torch
 
 from rlkit.core.buffer import Batch, FullBatch, Rollout, RolloutBuffer, iterate_minibatches
 from rlkit.core.device import torch_device
-from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupted, Iteration, Schedule, open_logger,
-                             open_run_dir, run_updates, seed_and_threads, timestamp, write_result)
+from rlkit.core.learner import Progress
+from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupted, Iteration, RunSpec, Schedule,
+                             open_run_dir, seed_and_threads, timestamp, train_steps, write_result)
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.errors import NonFiniteError
 from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
-from rlkit.gym.checkpoint import finished_result, load_gym, resume_config, save_gym
+from rlkit.gym.checkpoint import Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.gym.episodes import Episodes
 from rlkit.io.logger import Logger
-from rlkit.variants import PlugContext, variant_fields
-from rlkit.variants.base import Passes
+from rlkit.variants import build_learner, variant_fields
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o_episodes import HybridBatches
 
@@ -74,9 +74,9 @@ class PPOTrainer:
 
     def __init__(self, cfg: TrainConfig, changes: dict[str, object] | None = None) -> None:
         self.resumed = bool(cfg.resume)
-        checkpoint = None
+        stored = None
         if cfg.resume:
-            cfg, checkpoint = resume_config(cfg.resume, changes or {})
+            cfg, stored = resume_config(cfg.resume, changes or {})
         self.cfg = cfg
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
@@ -84,185 +84,170 @@ class PPOTrainer:
         self.agent = Agent.build(cfg, self.envs.single_observation_space, self.envs.single_action_space)
         self.model = self.agent.model.to(self.device)
         self.head = self.model.head
-        self.flat = FlatParameters(self.model.ordered_parameters(),
-                                   split=sum(p.numel() for p in self.model.actor_parameters()))
+        flat = FlatParameters(self.model.ordered_parameters(),
+                              split=sum(p.numel() for p in self.model.actor_parameters()))
         self.kernels = select_kernels(cfg.kernels, small_mlp=True, device=self.device)
-        self.kernels.prepare(self.model, self.flat)
-        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate, cfg.adam_eps)
-        self.obs_norm = self.agent.obs_norm
-        self.rew_scaler = RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward)
+        self.kernels.prepare(self.model, flat)
+        self.learner = build_learner("gym", cfg, flat, self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
+                                     self.device, self.model, FreshRollout(cfg.gamma, cfg.gae_lambda),
+                                     generator_device=torch.device("cpu")).learner
+        self.parts = GymParts(self.model, self.agent.obs_norm, RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward),
+                              Episodes(cfg.num_envs), Evaluations())
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,
                                     self.head.action_dtype)
-        self.rng = np.random.default_rng(cfg.seed)  # acting (and HP3O's choices)
-        self.generator = torch.Generator().manual_seed(cfg.seed)  # minibatch shuffling
-        self.episodes = Episodes(cfg.num_envs)
-        plugs = cfg.variants.build(PlugContext("gym", self.flat, cfg.ppo, cfg.num_envs, self.rng, self.device,
-                                               self.model))
-        self.hooks = plugs.hooks
-        self.source = plugs.source or FreshRollout(cfg.gamma, cfg.gae_lambda)
-        self.updates_done = 0
-        self.global_step = 0
-        self.seconds = 0.0
-        self.eval_history: list[tuple[int, float, float]] = []
-        self.eval_seconds: list[float] = []
         default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
         self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
-        if checkpoint is not None:
-            load_gym(self, *checkpoint)
+        self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
         self.actor = self.model.snapshot()
+        self.prior: dict | None = None
+        """The result of a finished run that is resumed (its final evaluation stands)."""
         self._start_episodes()
 
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:
         """Reset all sub-envs. At update 0 with the run seed, later (after a checkpoint) with a
         seed derived from the update, so a resumed run continues exactly as an uninterrupted one."""
-        seed = self.cfg.seed + EPISODE_RESEED_STRIDE * self.updates_done
+        seed = self.cfg.seed + EPISODE_RESEED_STRIDE * self.progress.updates_done
         raw = reset_envs(self.envs, self.cfg.env, seed)
         self._check_finite(raw, "observations")
-        self.obs = self.obs_norm(raw.reshape(self.cfg.num_envs, -1), update=True)
-        self.rew_scaler.reset()
-        self.source.reset()
-        self.episodes.reset()
+        self.obs = self.parts.obs_norm(raw.reshape(self.cfg.num_envs, -1), update=True)
+        self.parts.rew_scaler.reset()
+        self.learner.source.reset()
+        self.parts.episodes.reset()
 
     def _check_finite(self, x: np.ndarray, what: str) -> None:
         x = as_observation_array(x, self.cfg.env) if what == "observations" else x
         if not np.isfinite(x).all():
-            raise NonFiniteError(f"non-finite {what} from {self.cfg.env} during update {self.updates_done + 1}")
+            raise NonFiniteError(f"non-finite {what} from {self.cfg.env} during update "
+                                 f"{self.progress.updates_done + 1}")
 
     def collect(self) -> np.ndarray:
         """Fill the buffer with ``num_steps`` vector steps; returns V of the last observations."""
         cfg, buf, actor, n = self.cfg, self.buffer, self.actor, self.cfg.num_envs
+        obs_norm, rew_scaler, rng = self.parts.obs_norm, self.parts.rew_scaler, self.learner.rng
         obs = self.obs
         for t in range(cfg.num_steps):
-            act = actor.act(obs, self.rng, with_values=False)
+            act = actor.act(obs, rng, with_values=False)
             buf.add_action(t, obs, act.actions, act.log_probs, act.values)
             raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
             self._check_finite(raw_obs, "observations")
             self._check_finite(rewards, "rewards")
             dones = terminated | truncated
-            buf.add_outcome(t, self.rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
+            buf.add_outcome(t, rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
             timeouts = truncated & ~terminated
             if timeouts.any():  # bootstrap a time-out from V(final observation)
                 ids = np.flatnonzero(timeouts)
                 final = np.stack([info["final_obs"][i] for i in ids]).reshape(len(ids), -1)
                 self._check_finite(final, "observations")
-                final = self.obs_norm(final, update=False)
+                final = obs_norm(final, update=False)
                 buf.set_final(t, ids, final, actor.value(final))
-            obs = self.obs_norm(raw_obs.reshape(n, -1), update=True)
+            obs = obs_norm(raw_obs.reshape(n, -1), update=True)
         self.obs = obs
-        self.global_step += cfg.batch_size
-        self.episodes.rollout(buf.np["raw_rewards"], buf.np["dones"])
+        self.parts.episodes.rollout(buf.np["raw_rewards"], buf.np["dones"])
         buf.set_values(actor.value)  # V(s_t) for the whole rollout in one batched pass (same snapshot)
         return actor.value(obs)
 
     # ------------------------------------------------------------------------------ update
     def update(self) -> dict[str, float]:
-        """One iteration: rollout, the batch source's batches, the hooks around the inner epochs."""
+        """One iteration: rollout, the batch source's batches, the learner's passes over them."""
         last_values = self.collect()
-        source, stats = self.source.batches(Rollout(self.buffer, last_values), self.updates_done)
+        source, stats = self.learner.source.batches(Rollout(self.buffer, last_values), self.progress.updates_done)
         if source is None:  # e.g. HP3O before the first finished trajectory: nothing to learn from yet
             return stats
-        passes = []
-        for part in (source.sources if isinstance(source, Passes) else [source]):
-            for hook in self.hooks:
-                hook.begin()
-            part_stats = self.optimize(part)
-            for hook in self.hooks:
-                part_stats.update(hook.end())
-            passes.append(part_stats)
-        stats.update({key: float(np.mean([p[key] for p in passes])) for key in passes[0]})
+        stats.update(self.learner.passes(source, self.optimize))
         self.actor = self.model.snapshot()
         return stats
 
     def optimize(self, source: FullBatch | HybridBatches) -> dict[str, float]:
         """``update_epochs`` epochs of minibatch PPO on ``source.epoch_batch()``; returns mean loss statistics."""
-        device, model = self.device, self.model
+        device, model, learner = self.device, self.model, self.learner
 
         def epoch_minibatches() -> Iterator[Batch]:
             batch = Batch(*(x.to(device) for x in source.epoch_batch()))
-            return iterate_minibatches(batch, self.cfg.num_minibatches, self.generator, source.shuffle)
+            return iterate_minibatches(batch, self.cfg.num_minibatches, learner.generator, source.shuffle)
 
         def forward(mb: Batch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
             return (*model.forward(mb.obs), mb)  # no module hooks: ~5 us less per minibatch
 
-        stats = ppo_epochs(epoch_minibatches, forward, self.head, self.flat, self.optimizer, self.cfg.ppo,
-                           self.updates_done + 1, self.kernels.loss)
+        stats = ppo_epochs(epoch_minibatches, forward, self.head, learner.flat, learner.optimizer, self.cfg.ppo,
+                           self.progress.updates_done + 1, self.kernels.loss)
         stats["losses/explained_variance"] = explained_variance(source.pooled.returns, source.pooled.values)
         return stats
 
-    # -------------------------------------------------------------------------------- loop
+    # -------------------------------------------------------------------- what the loop calls
     def iterate(self) -> Iteration:
         stats = self.update()
-        self.updates_done += 1
         stats.update(self._episode_stats())
-        recent = f"ret={np.mean(self.episodes.recent):.1f}" if self.episodes.recent else None
-        return Iteration(stats, self.global_step, self.cfg.batch_size, recent)
+        recent = self.parts.episodes.recent
+        return Iteration(stats, self.cfg.batch_size, f"ret={np.mean(recent):.1f}" if recent else None)
 
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:
-        cfg = self.cfg
-        if cfg.eval_every and cfg.eval_episodes and self.updates_done < cfg.num_updates and \
-                self.global_step // cfg.eval_every > (self.global_step - cfg.batch_size) // cfg.eval_every:
+        cfg, steps = self.cfg, self.progress.env_steps
+        if cfg.eval_every and cfg.eval_episodes and self.progress.updates_done < cfg.num_updates and \
+                steps // cfg.eval_every > (steps - cfg.batch_size) // cfg.eval_every:
             self._evaluate(logger)
+
+    def save(self) -> Path:
+        return save_gym(self.run_dir, self.cfg, self.learner, self.progress, self.parts)
 
     def after_checkpoint(self) -> None:
         self._start_episodes()
 
-    def train(self) -> TrainResult:
-        cfg = self.cfg
-        logger = open_logger(self.run_dir, self.global_step if self.resumed else None, cfg.to_dict(), cfg.variant,
-                             ["eval/return_mean", "charts/episodic_return"],
-                             lead=variant_fields())
-        schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
-                            cfg.num_updates * cfg.batch_size)
-        prior = finished_result(self.run_dir) if self.resumed and self.updates_done >= cfg.num_updates else None
-        try:
-            run_updates(self, self.optimizer, logger, schedule, cfg.progress, self.global_step)
-        except BaseException as exc:  # idle workers (after an interrupt's checkpoint) close normally
-            close_envs(self.envs, cfg.env, abort=not isinstance(exc, Interrupted))
-            logger.close()
-            raise
-        close_envs(self.envs, cfg.env)
-        sps = self.global_step / self.seconds if self.seconds else 0.0
+    def finish(self, logger: Logger) -> None:
+        """Close the envs; evaluate, unless a finished run was resumed (its final evaluation stands)."""
+        close_envs(self.envs, self.cfg.env)
         self.agent.actor = self.model.snapshot()  # the returned agent acts with the trained weights
-        if prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
-            mean, std = (float("nan") if prior.get(k) is None else prior[k] for k in ("eval_return_mean",
-                                                                                    "eval_return_std"))
-            self.eval_history = [tuple(e) for e in prior.get("eval_history", self.eval_history)]
-            self.eval_seconds = list(prior.get("eval_seconds", self.eval_seconds))
+        if self.prior is None and self.cfg.eval_episodes:
+            self._evaluate(logger)
+
+    def abort(self, error: BaseException) -> None:
+        """Close the envs (idle workers, after an interrupt's checkpoint, close normally)."""
+        close_envs(self.envs, self.cfg.env, abort=not isinstance(error, Interrupted))
+
+    def train(self) -> TrainResult:
+        cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
+        done = self.resumed and progress.updates_done >= cfg.num_updates
+        self.prior = finished_result(self.run_dir) if done else None
+        schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
+                            progress_total=cfg.num_updates * cfg.batch_size)
+        train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
+                                                          ["eval/return_mean", "charts/episodic_return"],
+                                                          variant_fields(), schedule, self.resumed, cfg.progress))
+        if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
+            evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
+            evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
+            mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
+                         for k in ("eval_return_mean", "eval_return_std"))
         elif cfg.eval_episodes:
-            evaluation = self._evaluate(logger)
-            mean, std = evaluation.mean, evaluation.std
+            mean, std = evaluations.history[-1][1:]
         else:
             mean = std = float("nan")
-        logger.close()
-        result = TrainResult(cfg.env, cfg.seed, self.global_step, sps, mean, std,
-                             str(self.run_dir), cfg.variant, self.updates_done, list(self.eval_history),
-                             list(self.eval_seconds), self.agent)
+        sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
+        result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
+                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
         write_result(self.run_dir, result.to_json())
         return result
 
     def _evaluate(self, logger: Logger) -> EvalResult:
         """Deterministic evaluation of the current policy on its own env and seeds (the training
         envs and random streams are untouched)."""
+        cfg, steps = self.cfg, self.progress.env_steps
         self.agent.actor = self.model.snapshot()
-        evaluation = self.agent.evaluate(self.cfg.env, self.cfg.eval_episodes, seed=self.cfg.seed + EVAL_SEED_OFFSET,
-                                         max_steps=self.cfg.eval_max_steps or None)
+        evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + EVAL_SEED_OFFSET,
+                                         max_steps=cfg.eval_max_steps or None)
         logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
-                        "eval/capped_episodes": float(evaluation.capped)}, self.global_step)
-        self.eval_history.append((self.global_step, evaluation.mean, evaluation.std))
-        self.eval_seconds.append(self.seconds)
+                        "eval/capped_episodes": float(evaluation.capped)}, steps)
+        self.parts.evaluations.history.append((steps, evaluation.mean, evaluation.std))
+        self.parts.evaluations.seconds.append(self.progress.seconds)
         return evaluation
 
     def _episode_stats(self) -> dict[str, float]:
-        finished = self.episodes.pop()
+        finished = self.parts.episodes.pop()
         if not finished:
             return {}
         returns, lengths = zip(*finished)
         return {"charts/episodic_return": float(np.mean(returns)), "charts/episodic_length": float(np.mean(lengths))}
 
-    # ------------------------------------------------------------------------- checkpoints
-    def save(self) -> Path:
-        return save_gym(self)
 
 def train(cfg: TrainConfig) -> TrainResult:
     """Train (or resume, with ``cfg.resume``) and evaluate; see :class:`TrainResult`."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from rlkit.core.config import ComposedConfig, PPOConfig, flat_init, require_positive_int
+from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
 from rlkit.variants import VariantGroups
 
@@ -81,10 +82,16 @@ class RLHFConfig(ComposedConfig):
     save_model: bool = True
     """Write the trained policy and value head (safetensors) at the end."""
     checkpoint_every: int = 0
-    """Write a resumable checkpoint every N iterations and after the last (0: none). Each holds the
-    trainable weights and Adam's state: ~12 bytes per trainable parameter (LoRA keeps it small)."""
+    """Write a resumable checkpoint every this many environment steps (tokens, at num_envs x
+    max_new_tokens per iteration, rounded to whole iterations) and after the last (0: none). Each
+    holds the trainable weights and Adam's state: ~12 bytes per trainable parameter."""
     resume: str | None = None
     """Continue a run from its directory or a checkpoint; the rest of the run is as if uninterrupted."""
+
+    @property
+    def checkpoint_every_updates(self) -> int:
+        """Iterations between checkpoints (0: none), as the Gymnasium trainer counts them."""
+        return Schedule.checkpoint_cadence(self.checkpoint_every, self.num_envs * self.max_new_tokens)
 
     def validate_own(self) -> None:
         for name in ("num_envs", "max_new_tokens", "iterations", "kl_horizon", "torch_threads"):

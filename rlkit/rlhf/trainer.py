@@ -23,20 +23,21 @@ from safetensors.torch import save_file
 
 from rlkit.core.buffer import Batch
 from rlkit.core.device import torch_device
-from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, Schedule, open_logger, open_run_dir, run_updates,
-                             seed_and_threads, timestamp, write_result)
+from rlkit.core.learner import Progress
+from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, RunSpec, Schedule, open_run_dir, seed_and_threads,
+                             timestamp, train_steps, write_result)
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
 from rlkit.io.logger import Logger
 from rlkit.rlhf.build import build_reward, build_tokenizer, load_policy, read_prompts, wrap_policy
-from rlkit.rlhf.checkpoint import config_from_checkpoint, load_rlhf, save_rlhf
+from rlkit.rlhf.checkpoint import RLHFParts, config_from_checkpoint, load_rlhf, save_rlhf
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
 from rlkit.rlhf.policy import LMActorCritic, token_log_probs
 from rlkit.rlhf.reward_model import RewardModelScorer
 from rlkit.rlhf.token_grid import FreshGrid, LMRollout, SequenceMinibatch, TokenGrid, left_pad, sequence_minibatches
-from rlkit.variants import PlugContext, variant_fields
+from rlkit.variants import build_learner, variant_fields
 from rlkit_envs.token_env import TokenEnv
 
 ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]
@@ -66,13 +67,13 @@ class RLHFTrainer:
                  changes: dict[str, Any] | None = None):
         """``changes``: with ``cfg.resume``, the resumable fields to change (see
         :data:`rlkit.rlhf.checkpoint.RESUMABLE`: more iterations, moved models or prompts)."""
-        resumed = None
+        stored = None
         if cfg.resume:  # the run's own config; weights and random streams are restored at the end
-            cfg, *resumed = config_from_checkpoint(cfg.resume, changes)
+            cfg, stored = config_from_checkpoint(cfg.resume, changes)
         else:  # store where the inputs are, so the run resumes from any working directory
             cfg = cfg.replace(**{k: str(Path(v).resolve()) for k in ("policy", "reward_model", "prompts")
                                  if (v := getattr(cfg, k)) and Path(v).exists()})
-        self.cfg, self.resumed = cfg, resumed is not None
+        self.cfg, self.resumed = cfg, stored is not None
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
         self.compute_dtype = getattr(torch, cfg.dtype)
@@ -86,24 +87,16 @@ class RLHFTrainer:
         self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic,
                                    critic=cfg.variants.critic).to(self.device)
         actor = self.model.actor_parameters()
-        self.flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
+        flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.kernels = select_kernels(cfg.kernels, small_mlp=False, device=self.device)
-        self.optimizer = self.kernels.adam(self.flat, cfg.learning_rate, cfg.adam_eps)
-        self.envs = self._make_envs(prompts if prompts is not None else read_prompts(cfg.prompts), reward)
-        self.kl = AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)
-        self.rng = np.random.default_rng(cfg.seed)
-        plugs = cfg.variants.build(PlugContext("rlhf", self.flat, cfg.ppo, cfg.num_envs, self.rng, self.device,
-                                               self.model))
-        self.hooks, self.group_size = plugs.hooks, plugs.group_size
-        self.source: Any = plugs.source or FreshGrid()
-        self.generator = torch.Generator(self.device).manual_seed(cfg.seed)
-        self.updates_done = 0
-        self.history: list[dict[str, float]] = []
-        self.tokens = self.seconds = 0.0
+        envs = self._make_envs(prompts if prompts is not None else read_prompts(cfg.prompts), reward)
+        self.parts = RLHFParts(envs, AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon), [])
+        self.learner, self.group_size = build_learner("rlhf", cfg, flat,
+                                                      self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
+                                                      self.device, self.model, FreshGrid())
         self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}",
                                     cfg.resume)
-        if resumed:
-            load_rlhf(self, *resumed)
+        self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
 
     def _make_envs(self, prompts: list[str], reward: Any) -> list[TokenEnv]:
         cfg, lm_config = self.cfg, self.model.lm.config
@@ -118,11 +111,7 @@ class RLHFTrainer:
     @property
     def iteration(self) -> int:
         """Iterations done (one rollout and one update each)."""
-        return self.updates_done
-
-    @iteration.setter
-    def iteration(self, value: int) -> None:
-        self.updates_done = value
+        return self.progress.updates_done
 
     def autocast(self) -> contextlib.AbstractContextManager:
         """The models' forward passes run under this: autocast to ``cfg.dtype`` unless float32."""
@@ -137,7 +126,7 @@ class RLHFTrainer:
         rewards, and each response's score and EOS flag."""
         device, n, steps = self.device, self.cfg.num_envs, self.cfg.max_new_tokens
         prompts, index = [], 0
-        for i, env in enumerate(self.envs):  # each group of group_size sub-envs answers its first env's prompt
+        for i, env in enumerate(self.parts.envs):  # each group of group_size sub-envs answers its first env's prompt
             obs, info = env.reset() if i % self.group_size == 0 else env.reset(options={"prompt": index})
             index = info["prompt_index"]
             prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())].tolist())
@@ -150,7 +139,7 @@ class RLHFTrainer:
         scores, eos = np.zeros(n), np.zeros(n, bool)
         state, logits = self.model.start(ids[:, :width], mask[:, :width])
         for t in range(steps):
-            tokens = self.model.head.sample(logits, self.generator)
+            tokens = self.model.head.sample(logits, self.learner.generator)
             ids[:, width + t] = tokens
             actions[t] = tokens
             f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
@@ -159,7 +148,7 @@ class RLHFTrainer:
                 ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
                 self.scorer.prefetch([ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending])
             for i in np.flatnonzero(active):
-                _, reward, terminated, truncated, info = self.envs[i].step(int(tokens[i]))
+                _, reward, terminated, truncated, info = self.parts.envs[i].step(int(tokens[i]))
                 if terminated or truncated:
                     f["rewards"][t, i] = reward
                     b["terminated"][t, i], b["dones"][t, i] = terminated, True
@@ -188,21 +177,21 @@ class RLHFTrainer:
             ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols)
         kl_tokens = kl_penalty(log_probs, ref, self.cfg.kl_estimator)
         shaped = grid.rewards.clone()
-        shaped[vt, rows] -= self.kl.beta * kl_tokens
+        shaped[vt, rows] -= self.parts.kl.beta * kl_tokens
         behaviour, value_grid, final_grid = (torch.zeros_like(grid.log_probs) for _ in range(3))
         behaviour[vt, rows], value_grid[vt, rows] = log_probs, values
         final_grid[trunc_t, trunc_n] = final_values
         scored = replace(grid, log_probs=behaviour, values=value_grid, final_values=final_grid, rewards=shaped)
         return LMRollout(scored, grid.rewards), kl_tokens, rows
 
-    def optimize(self, train_grid: TokenGrid) -> tuple[dict[str, float], Batch]:
+    def optimize(self, train_grid: TokenGrid) -> dict[str, float]:
         """The shared PPO epochs on ``train_grid`` with minibatches of whole sequences."""
-        cfg = self.cfg
+        cfg, learner = self.cfg, self.learner
         batch = train_grid.batch(cfg.gamma, cfg.gae_lambda)
         t_rows, t_cols = batch.obs[:, 0], batch.obs[:, 1]
 
         def epoch_minibatches() -> Iterator[SequenceMinibatch]:
-            return sequence_minibatches(t_rows, train_grid.num_sequences, cfg.num_minibatches, self.generator)
+            return sequence_minibatches(t_rows, train_grid.num_sequences, cfg.num_minibatches, learner.generator)
 
         def forward(mb: SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
             with self.autocast():
@@ -210,36 +199,32 @@ class RLHFTrainer:
                                                            mb.local_rows, t_cols[mb.transitions])
             return logits, values, Batch(*(x[mb.transitions] for x in batch))
 
-        for hook in self.hooks:
-            hook.begin()
-        stats = ppo_epochs(epoch_minibatches, forward, self.model.head, self.flat, self.optimizer, cfg.ppo,
-                           self.updates_done + 1, self.kernels.loss)
-        for hook in self.hooks:
-            stats.update(hook.end())
-        return stats, batch
+        stats = ppo_epochs(epoch_minibatches, forward, self.model.head, learner.flat, learner.optimizer, cfg.ppo,
+                           self.progress.updates_done + 1, self.kernels.loss)
+        stats["losses/explained_variance"] = explained_variance(batch.returns, batch.values)
+        return stats
 
     def update(self) -> dict[str, float]:
         """Rollout, KL-shaped rewards, batch source (the rollout, or HP3O's hybrid grid), shared PPO epochs."""
-        cfg = self.cfg
+        cfg, kl = self.cfg, self.parts.kl
         start = time.perf_counter()
         with self.autocast():
             grid, scores, eos = self.collect()
         rollout_seconds = time.perf_counter() - start
         rollout, kl_tokens, rows = self.score_rollout(grid)
-        train_grid, stats = self.source.batches(rollout, self.updates_done)
-        epoch_stats, batch = self.optimize(train_grid)
-        stats.update(epoch_stats)
+        train_grid, stats = self.learner.source.batches(rollout, self.progress.updates_done)
+        stats.update(self.learner.passes(train_grid, self.optimize))
         seq_kl = torch.zeros(cfg.num_envs, device=self.device).index_add_(0, rows, kl_tokens)
-        self.kl.update(float(seq_kl.mean()), cfg.num_envs)
+        kl.update(float(seq_kl.mean()), cfg.num_envs)
         lengths = rollout.grid.valid.sum(0).float()
         seconds = time.perf_counter() - start
         stats.update({
-            "charts/score": float(scores.mean()), "charts/kl": float(seq_kl.mean()), "charts/kl_coef": self.kl.beta,
-            "charts/non_score_reward": float(-self.kl.beta * seq_kl.mean()),
+            "charts/score": float(scores.mean()), "charts/kl": float(seq_kl.mean()), "charts/kl_coef": kl.beta,
+            "charts/non_score_reward": float(-kl.beta * seq_kl.mean()),
             "charts/response_length": float(lengths.mean()), "charts/eos_rate": float(eos.mean()),
+            "charts/tokens": float(lengths.sum()),
             "charts/tokens_per_second": float(lengths.sum()) / seconds,
             "charts/rollout_tokens_per_second": float(lengths.sum()) / rollout_seconds,
-            "losses/explained_variance": explained_variance(batch.returns, batch.values),
         })
         self.last_grid = rollout.grid
         if self.extra_metrics is not None:
@@ -264,39 +249,39 @@ class RLHFTrainer:
             responses.append(self.tokenizer.decode(response.tolist(), skip_special_tokens=True))
         return prompts, responses
 
-    # -------------------------------------------------------------------------------- loop
+    # -------------------------------------------------------------------- what the loop calls
     def iterate(self) -> Iteration:
         stats = self.update()
-        self.updates_done += 1
-        tokens = stats["charts/response_length"] * self.cfg.num_envs
-        self.tokens += tokens
-        return Iteration(stats, self.updates_done, tokens)
+        return Iteration(stats, int(stats.pop("charts/tokens")))
 
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:
-        self.history.append(stats)
-
-    def after_checkpoint(self) -> None:
-        pass
+        self.parts.history.append(stats)
 
     def save(self) -> Path:
-        return save_rlhf(self)
+        return save_rlhf(self.run_dir, self.cfg, self.learner, self.progress, self.parts)
+
+    def after_checkpoint(self) -> None:
+        """Nothing: a checkpoint does not change how the run goes on."""
+
+    def finish(self, logger: Logger) -> None:
+        """Nothing: the run owns no environment processes."""
+
+    def abort(self, error: BaseException) -> None:
+        """Nothing: the run owns no environment processes."""
 
     def train(self) -> RLHFResult:
-        cfg = self.cfg
-        logger = open_logger(self.run_dir, self.updates_done if self.resumed else None, cfg.to_dict(), cfg.variant,
-                             ["charts/score", "charts/kl"],
-                             lead=variant_fields())
-        try:
-            run_updates(self, self.optimizer, logger,
-                        Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every))
-        finally:
-            logger.close()
+        cfg, progress = self.cfg, self.progress
+        schedule = Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
+                            log_by_updates=True)
+        train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
+                                                          ["charts/score", "charts/kl"], variant_fields(), schedule,
+                                                          self.resumed))
         if cfg.save_model:
             state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
             save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
                       str(self.run_dir / "policy.safetensors"))
-        result = RLHFResult(self.updates_done, self.tokens / self.seconds if self.seconds else 0.0, str(self.run_dir),
-                            self.history)
+        result = RLHFResult(progress.updates_done, progress.env_steps / progress.seconds if progress.seconds else 0.0,
+                            str(self.run_dir), list(self.parts.history))
         write_result(self.run_dir, result.to_json())
         return result
 

@@ -15,19 +15,16 @@ plus a registration; no trainer changes.
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-import torch
+from rlkit.core.parts import PartState, Passes, load_part_states, save_part_states  # noqa: F401  (re-exported)
 
 R = TypeVar("R", contravariant=True)
 B = TypeVar("B", covariant=True)
 
 
-class VariantState(NamedTuple):
-    tensors: dict[str, torch.Tensor]
-    """Tensors by key (the trainer prefixes each with the variant's name)."""
-    json: Any
-    """Anything JSON can hold (None when there is nothing)."""
+VariantState = PartState
+"""A variant's checkpoint state: tensors by key and a JSON value (:class:`rlkit.core.parts.PartState`)."""
 
 
 class UpdateHook:
@@ -51,13 +48,6 @@ class UpdateHook:
 
     def load_state(self, state: VariantState) -> None:
         """Restore what :meth:`state` returned."""
-
-
-class Passes(NamedTuple):
-    """Several updates after one rollout (HP3O's per-episode schedule): each source is trained as
-    an update of its own (all epochs, the hooks around them)."""
-
-    sources: list[Any]
 
 
 class BatchSource(Protocol, Generic[R, B]):
@@ -91,22 +81,5 @@ class Stateless:
         pass
 
 
-# ------------------------------------------------------------------ checkpoint state
-def save_variant_states(parts: list[Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """Tensors (``<name>.<key>``) and the ``variants`` JSON of hooks and batch sources."""
-    tensors: dict[str, torch.Tensor] = {}
-    meta: dict[str, Any] = {}
-    for part in parts:
-        state = part.state()
-        tensors.update({f"{part.name}.{k}": v for k, v in state.tensors.items()})
-        if state.json is not None:
-            meta[part.name] = state.json
-    return tensors, meta
-
-
-def load_variant_states(parts: list[Any], tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    """Inverse of :func:`save_variant_states`."""
-    for part in parts:
-        prefix = f"{part.name}."
-        own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-        part.load_state(VariantState(own, meta.get(part.name)))
+save_variant_states = save_part_states
+load_variant_states = load_part_states

@@ -1,14 +1,88 @@
-"""Records written by earlier versions, read by today's code: one place for every such rule.
+"""Records written by earlier versions, read by today's code: one place for every such rule,
+and the one reader of a run to resume (:func:`read_run`).
 
 Configs are flat JSON records (:func:`rlkit.core.config.composed_to_dict`), so a field added
-since reads as its default; only a default that changed needs a rule here, so a run continues
-as it started. Checkpoint states written before variants were plug-ins keep HP3O's stored
-trajectories under their old key.
+since reads as its default; only a default or a unit that changed needs a rule here, so a run
+continues as it started. Checkpoints written before the trainers shared their checkpoint state
+name the same things differently (``global_step``, ``iteration``, ``tokens``, ...); before
+variants were plug-ins, HP3O's stored trajectories had keys of their own.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, NamedTuple
+
+import torch
+
+from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import find_resume_point, load_checkpoint, refuse_changes, require_state, run_dir_of
+
+COMMANDS = {"gym": "rlkit train", "rlhf": "rlkit rlhf"}
+"""The command that continues a run of each trainer."""
+REQUIRED_STATE = ("config", "trainer", "update", "env_steps", "seconds", "rng_numpy")
+"""What every checkpoint's ``state.json`` holds (after :func:`migrate_checkpoint`)."""
+
+
+class StoredRun(NamedTuple):
+    """A run to resume, as today's code reads it."""
+
+    record: dict[str, Any]
+    """Its flat config (today's fields and units)."""
+    tensors: dict[str, torch.Tensor] | None
+    """Its newest valid checkpoint's tensors (None: it never completed one)."""
+    state: dict[str, Any] | None
+    """That checkpoint's JSON state, in today's keys."""
+
+
+def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[str, ...],
+             required: tuple[str, ...] = ()) -> StoredRun:
+    """The run at ``path`` to continue with ``trainer``: ``changes`` outside ``resumable`` are
+    refused, a run of the other trainer is a one-line error naming the command that continues it,
+    and a Gymnasium run that never completed a checkpoint starts again from its ``config.json``."""
+    refuse_changes(changes, resumable)
+    if trainer == "gym":
+        found = find_resume_point(path, ("config",))
+        if found is None:
+            record = json.loads((run_dir_of(path) / "config.json").read_text())
+            return StoredRun(migrate_config(record, trainer), None, None)
+    else:
+        found = load_checkpoint(path, ("config",))[:2]
+    tensors, state = migrate_checkpoint(*found)
+    if state["trainer"] != trainer:
+        other = state["trainer"]
+        raise ConfigError(f"{path!r} is a {'Gymnasium' if other == 'gym' else 'RLHF'} run; continue it with: "
+                          f"{COMMANDS.get(other, other)} --resume {path}")
+    require_state(path, state, REQUIRED_STATE + required)
+    return StoredRun(migrate_config(state["config"], trainer), tensors, state)
+
+
+def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any]
+                       ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """A checkpoint's tensors and state in today's keys (a current one is returned as it is)."""
+    if "trainer" in state:
+        return tensors, state
+    state, tensors = dict(state), dict(tensors)
+    if "iteration" in state:  # an RLHF checkpoint
+        state.update(trainer="rlhf", update=state.pop("iteration"), env_steps=round(float(state.pop("tokens", 0))))
+        state["config"] = _checkpoints_in_steps(state.get("config"))
+    else:
+        state.update(trainer="gym", env_steps=state.pop("global_step", None), seconds=state.pop("train_seconds", None))
+        if "rng.torch_generator" in tensors:
+            tensors["rng.generator"] = tensors.pop("rng.torch_generator")
+    state["variants"] = variant_meta(state)
+    return tensors, {k: v for k, v in state.items() if v is not None}
+
+
+def _checkpoints_in_steps(record: Any) -> Any:
+    """RLHF's ``checkpoint_every`` counted iterations; it counts environment steps (tokens) as in
+    the Gymnasium trainer, at most ``num_envs x max_new_tokens`` per iteration."""
+    sizes = [record.get(k, 1) if isinstance(record, dict) else None
+             for k in ("checkpoint_every", "num_envs", "max_new_tokens")]
+    if not all(type(n) is int for n in sizes):
+        return record  # a damaged record: the config's own checks refuse it
+    every, num_envs, max_new_tokens = sizes
+    return {**record, "checkpoint_every": every * num_envs * max_new_tokens}
 
 SAMPLING_BEFORE_SWITCH = "topup"
 """HP3O's per-epoch sampling on Gymnasium episodes before ``hp3o_sampling`` existed (the authors'

@@ -197,9 +197,9 @@ def test_value_loss_form_and_adam_eps_reach_both_trainers(logdir):
         cfg = rlkit.preset("cartpole", num_envs=2, num_steps=64, logdir=logdir, vloss_form=form, adam_eps=eps,
                            kernels="plain", eval_every=0, seed=1)
         trainer = PPOTrainer(cfg)
-        assert trainer.optimizer.param_groups[0]["eps"] == eps
+        assert trainer.learner.optimizer.param_groups[0]["eps"] == eps
         trainer.update()
-        weights[form, eps] = trainer.flat.param.detach().clone()
+        weights[form, eps] = trainer.learner.flat.param.detach().clone()
         trainer.envs.close()
     assert not torch.equal(weights["max", 1e-5], weights["clipped-mse", 1e-5])
     assert not torch.equal(weights["max", 1e-5], weights["max", 1e-8])

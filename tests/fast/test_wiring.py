@@ -100,10 +100,10 @@ def test_the_gym_model_carries_fast_wiring_only_when_the_kernels_are_fast(logdir
     try:
         if fused:
             assert isinstance(trainer.model.forward_override, FusedActorCritic)
-            assert isinstance(trainer.optimizer, FlatAdam) and trainer.kernels.loss is fused_ppo_loss
+            assert isinstance(trainer.learner.optimizer, FlatAdam) and trainer.kernels.loss is fused_ppo_loss
         else:
             assert trainer.model.forward_override is None
-            assert type(trainer.optimizer) is torch.optim.Adam and trainer.kernels.loss is ppo_loss
+            assert type(trainer.learner.optimizer) is torch.optim.Adam and trainer.kernels.loss is ppo_loss
     finally:
         trainer.envs.close()
 

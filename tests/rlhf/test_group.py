@@ -76,12 +76,12 @@ def test_a_group_rollout_answers_each_prompt_g_times_without_a_critic(logdir):
     trainer = make_trainer(logdir)
     assert trainer.model.value_head is None and trainer.model.critic is None
     actor = sum(p.numel() for p in trainer.model.actor_parameters())
-    assert trainer.flat.data.numel() == actor  # no critic memory: Adam steps the policy alone
+    assert trainer.learner.flat.data.numel() == actor  # no critic memory: Adam steps the policy alone
     grid, _, _ = trainer.collect()
     prompts, _ = trainer.decode(grid)
     assert len(set(prompts[:4])) == 1 and len(set(prompts[4:])) == 1
     trainer.train()
-    assert trainer.history[-1]["losses/value_loss"] == 0.0
+    assert trainer.parts.history[-1]["losses/value_loss"] == 0.0
 
 
 @pytest.mark.parametrize("form", ["rloo", "grpo"])

@@ -106,10 +106,10 @@ def test_outer_ppo_switch_runs_on_the_llm_env_and_sigma_one_is_plain(logdir):
     outer = trainer(logdir, run_name="outer", outer=True, outer_lr=1.0)
     for t in (plain, outer):
         t.train()
-    assert torch.equal(plain.flat.data, outer.flat.data)
+    assert torch.equal(plain.learner.flat.data, outer.learner.flat.data)
     nesterov = trainer(logdir, run_name="nesterov", outer_lr=1.5, outer_momentum=0.5, outer_nesterov=True)
     stats = nesterov.update()
-    assert "outer/grad_norm" in stats and not torch.equal(nesterov.flat.data, plain.flat.data)
+    assert "outer/grad_norm" in stats and not torch.equal(nesterov.learner.flat.data, plain.learner.flat.data)
 
 
 def test_bad_input_is_one_line(logdir, tmp_path):
@@ -157,7 +157,7 @@ def test_separate_critic_trains_its_own_trunk(logdir):
     critic_before = [p.detach().clone() for p in t.model.critic.parameters()]
     t.update()
     assert any(not torch.equal(a, b) for a, b in zip(critic_before, t.model.critic.parameters()))
-    assert t.flat.split == sum(p.numel() for p in t.model.lm.parameters())
+    assert t.learner.flat.split == sum(p.numel() for p in t.model.lm.parameters())
 
 
 def test_truncated_responses_bootstrap_from_the_value_after_their_last_token(logdir):
@@ -201,7 +201,7 @@ def test_lora_trains_adapters_only_and_uses_the_base_as_reference(logdir):
     after = dict(t.model.lm.named_parameters())
     assert all(torch.equal(base[n], after[n]) for n in base)
     assert any(not torch.equal(lora[n], after[n]) for n in lora)
-    assert t.flat.split == sum(p.numel() for p in lora.values())
+    assert t.learner.flat.split == sum(p.numel() for p in lora.values())
 
 
 def _steps(run_dir, tag):
@@ -221,7 +221,7 @@ def _steps(run_dir, tag):
 def test_killed_run_resumes_exactly_like_an_uninterrupted_one(logdir, variant):
     from pathlib import Path
 
-    kw = dict(iterations=5, checkpoint_every=2, **variant)
+    kw = dict(iterations=5, checkpoint_every=2 * 8 * 4, **variant)  # env steps: 2 iterations of 8 x 4 tokens
     straight = trainer(logdir, run_name="straight", **kw)
     ref = straight.train()
     killed = trainer(logdir, run_name="killed", **kw)
@@ -240,9 +240,9 @@ def test_killed_run_resumes_exactly_like_an_uninterrupted_one(logdir, variant):
                           tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
     assert resumed.iteration == 2 and resumed.cfg.iterations == 5
     out = resumed.train()
-    assert torch.equal(resumed.flat.data, straight.flat.data)  # bit-identical weights (and value head)
+    assert torch.equal(resumed.learner.flat.data, straight.learner.flat.data)  # bit-identical weights (and value head)
     assert [h["charts/score"] for h in out.history] == [h["charts/score"] for h in ref.history]
-    assert resumed.kl.beta == straight.kl.beta
+    assert resumed.parts.kl.beta == straight.parts.kl.beta
     assert sorted(_steps(run_dir, "charts/score")) == [1, 2, 3, 4, 5]  # iteration 3 not duplicated, none lost
 
 
@@ -298,13 +298,13 @@ def test_bfloat16_is_mixed_precision_float32_weights_bf16_matmuls(logdir):
     # most updates away), the trunk's matmuls run in bf16, and KL is still exactly 0 at the start.
     t = trainer(logdir, dtype="bfloat16", learning_rate=1e-5, kl_coef=0.1,
                 policy=tiny_lm.causal_lm().to(torch.bfloat16))
-    assert t.flat.data.dtype == torch.float32 and t.model.lm.lm_head.weight.dtype == torch.float32
+    assert t.learner.flat.data.dtype == torch.float32 and t.model.lm.lm_head.weight.dtype == torch.float32
     seen = set()
     hook = t.model.lm.model.layers[0].mlp.down_proj.register_forward_hook(lambda m, a, out: seen.add(out.dtype))
-    before = t.flat.data.clone()
+    before = t.learner.flat.data.clone()
     assert t.update()["charts/kl"] == 0.0
     hook.remove()
     assert seen == {torch.bfloat16}
     for _ in range(2):
         t.update()
-    assert float((t.flat.data != before).float().mean()) > 0.9
+    assert float((t.learner.flat.data != before).float().mean()) > 0.9

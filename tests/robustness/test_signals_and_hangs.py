@@ -47,7 +47,7 @@ def test_sigterm_is_handled_like_sigint(tmp_path):
     assert (run_dir / "checkpoints" / "latest.json").is_file()
     resumed = last_json(run_cli("train", "--resume", str(run_dir), "--total-steps",
                                 str(json.loads(next(run_dir.glob("checkpoints/update-*/state.json")).read_text())
-                                    ["global_step"] + 256)))
+                                    ["env_steps"] + 256)))
     assert resumed["run_dir"] == str(run_dir.resolve())
 
 

@@ -368,13 +368,13 @@ def test_one_env_one_step_rollouts_give_the_authors_between_episode_timing(tmp_p
     trainer = PPOTrainer(cfg)
     episodes = updates = 0
     for _ in range(cfg.num_updates):
-        before = trainer.flat.param.detach().clone()
+        before = trainer.learner.flat.param.detach().clone()
         stats = trainer.update()
         ended = bool(trainer.buffer.np["dones"][0, 0])
         episodes += ended
         expected = int(ended and episodes >= cfg.hp3o_trajectories)
         assert stats["hp3o/updates"] == expected
-        assert torch.equal(trainer.flat.param, before) != bool(expected)  # weights move only on an update
+        assert torch.equal(trainer.learner.flat.param, before) != bool(expected)  # weights move only on an update
         acting = torch.as_tensor(trainer.actor.actor[0][0].T)  # the policy that acts on the next step
         assert torch.equal(acting, trainer.model.actor[0].weight.detach())
         updates += expected

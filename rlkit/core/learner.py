@@ -1,0 +1,108 @@
+"""What both trainers' updates work with, as explicit objects: the learner (parameters,
+optimizer, random streams, the variants' hooks and batch source) and the run's progress.
+
+A trainer composes one :class:`Learner` and one :class:`Progress`; the run loop advances the
+progress, the learner runs each update's passes with the hooks around them, and both save and
+restore their own checkpoint state, so neither trainer repeats it and no trainer object is
+passed down to be mutated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+import torch
+
+from rlkit.core.optim import FlatParameters, Optimizer, adam_state, restore_adam_state
+from rlkit.core.parts import Passes, load_part_states, save_part_states
+from rlkit.io.checkpoint import prefixed, unprefixed
+
+
+class Hook(Protocol):
+    """An update hook (:class:`rlkit.variants.base.UpdateHook`): every callback is always there."""
+
+    name: str
+
+    def begin(self) -> None: ...
+
+    def end(self) -> dict[str, float]: ...
+
+    def schedule(self, fraction: float) -> None: ...
+
+    def state(self) -> Any: ...
+
+    def load_state(self, state: Any) -> None: ...
+
+
+@dataclass
+class Progress:
+    """How far a run is: the run loop advances it, every checkpoint holds it."""
+
+    updates_done: int = 0
+    env_steps: int = 0
+    """Environment steps taken (on the token env, one step is one generated token)."""
+    seconds: float = 0.0
+    """Seconds spent in updates (rollouts and epochs, not evaluation), across resumes."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"update": self.updates_done, "env_steps": self.env_steps, "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, state: dict[str, Any]) -> Progress:
+        return cls(int(state["update"]), int(state["env_steps"]), float(state["seconds"]))
+
+
+@dataclass
+class Learner:
+    """The parameters one PPO update steps and everything it draws on."""
+
+    flat: FlatParameters
+    optimizer: Optimizer
+    generator: torch.Generator
+    """Minibatch shuffling (and token sampling on the token env)."""
+    rng: np.random.Generator
+    """Acting on Gymnasium envs, and a variant's random choices (HP3O's samples)."""
+    hooks: list[Hook] = field(default_factory=list)
+    """Run around the inner epochs of every pass, in registration order (Outer-PPO)."""
+    source: Any = None
+    """The batch source: what the epochs train on (the latest rollout, or HP3O's hybrid batches)."""
+
+    def schedule(self, fraction: float) -> None:
+        """Before every update: tell each hook the learning rate's annealing fraction."""
+        for hook in self.hooks:
+            hook.schedule(fraction)
+
+    def passes(self, selected: Any, optimize: Callable[[Any], dict[str, float]]) -> dict[str, float]:
+        """Train on what the batch source selected: one pass, or each of :class:`Passes` as an
+        update of its own, with every hook's ``begin`` before and ``end`` after; returns the
+        passes' scalars averaged."""
+        runs = []
+        for part in selected.sources if isinstance(selected, Passes) else [selected]:
+            for hook in self.hooks:
+                hook.begin()
+            stats = optimize(part)
+            for hook in self.hooks:
+                stats.update(hook.end())
+            runs.append(stats)
+        return {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
+
+    def checkpoint(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """Adam's state, the random streams (the generator, torch's global one, numpy's) and the
+        hooks' and batch source's state: tensors, and the JSON for ``state.json``."""
+        tensors = prefixed("optim", adam_state(self.optimizer, self.flat.param))
+        tensors["rng.generator"] = self.generator.get_state()
+        tensors["rng.torch"] = torch.get_rng_state()
+        part_tensors, variants = save_part_states([*self.hooks, self.source])
+        tensors.update(part_tensors)
+        return tensors, {"rng_numpy": self.rng.bit_generator.state, "variants": variants}
+
+    def restore(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
+        """Inverse of :meth:`checkpoint` (the parameters themselves are the trainer's to restore)."""
+        restore_adam_state(self.optimizer, self.flat.param, unprefixed("optim", tensors))
+        self.generator.set_state(tensors["rng.generator"])
+        if "rng.torch" in tensors:
+            torch.set_rng_state(tensors["rng.torch"])
+        load_part_states([*self.hooks, self.source], tensors, state.get("variants", {}))
+        self.rng.bit_generator.state = state["rng_numpy"]
