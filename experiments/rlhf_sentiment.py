@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import signal
 import sys
 import time
 from pathlib import Path
@@ -110,6 +111,11 @@ def main() -> None:
                         help="PPO compute dtype (mixed precision; weights and Adam stay float32)")
     parser.add_argument("--logdir", default="runs/rlhf_sentiment")
     parser.add_argument("--write", default="", help="append the summary to this markdown file")
+    parser.add_argument("--variant", default="ppo", choices=["ppo", "rloo", "grpo"],
+                        help="ppo (value head on the shared trunk) or a critic-free group variant")
+    parser.add_argument("--group-size", type=int, default=4, help="answers per prompt of rloo / grpo")
+    parser.add_argument("--seconds", type=float, default=0.0,
+                        help="train for this wall time instead of --iterations (stops after the update that passes it)")
     args = parser.parse_args()
     args.kl_target = args.kl_target or None
     torch.set_num_threads(args.threads)
@@ -118,8 +124,9 @@ def main() -> None:
     from rlkit.rlhf.reward_model import RewardModelScorer
     from rlkit.rlhf.score_norm import NORMALIZATION_FILE
     from rlkit.core.device import torch_device
-    from rlkit.rlhf.reward_model import RMConfig, train_reward_model
-    from rlkit.rlhf.trainer import RLHFTrainer
+    from rlkit.rlhf.reward_model import RMConfig, RMResult, train_reward_model
+    from rlkit.core.loop import Interrupted
+    from rlkit.rlhf.trainer import RLHFResult, RLHFTrainer
     from rlkit.rlhf.config import RLHFConfig
 
     t0 = time.time()
@@ -147,16 +154,21 @@ def main() -> None:
     n_pairs = sum(1 for _ in prefs_path.open())
     t_pairs = time.time()
 
-    # 3. Bradley-Terry reward model on a SmolLM2 backbone.
+    # 3. Bradley-Terry reward model on a SmolLM2 backbone (trained once per logdir; later runs,
+    # e.g. of another --variant, score with the same one).
     rm_dir = Path(args.logdir) / "reward_model"
-    backbone = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1)
-    backbone.config.pad_token_id = tokenizer.pad_token_id
-    # A linear Bradley-Terry probe on the frozen SmolLM2 trunk: full fine-tuning of a 135M model on a
-    # few hundred pairs costs ~10 s a step on two CPU cores and overfits.
-    rm_result = train_reward_model(RMConfig(data=str(prefs_path), output=str(rm_dir), epochs=200, batch_size=16,
-                                            learning_rate=1e-3, train_backbone=False, pooling="mean",
-                                            torch_threads=args.threads, seed=args.seed, device=str(device)),
-                                   model=backbone, tokenizer=tokenizer)
+    if (rm_dir / "rm_result.json").is_file():
+        backbone = AutoModelForSequenceClassification.from_pretrained(rm_dir)
+        rm_result = RMResult(**json.loads((rm_dir / "rm_result.json").read_text()))
+    else:
+        backbone = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1)
+        backbone.config.pad_token_id = tokenizer.pad_token_id
+        # A linear Bradley-Terry probe on the frozen SmolLM2 trunk: full fine-tuning of a 135M model on
+        # a few hundred pairs costs ~10 s a step on two CPU cores and overfits.
+        rm_result = train_reward_model(RMConfig(data=str(prefs_path), output=str(rm_dir), epochs=200, batch_size=16,
+                                                learning_rate=1e-3, train_backbone=False, pooling="mean",
+                                                torch_threads=args.threads, seed=args.seed, device=str(device)),
+                                       model=backbone, tokenizer=tokenizer)
     t_rm = time.time()
 
     # 4. Normalize the RM score by the initial policy's responses (the ones the pairs came from).
@@ -166,17 +178,26 @@ def main() -> None:
         flat = [(ids, tokenizer(r, add_special_tokens=False).input_ids or [tokenizer.eos_token_id])
                 for ids, rs in zip(prompt_ids, continuations) for r in rs]
         scorer.calibrate([p for p, _ in flat], [r for _, r in flat], per_prompt=args.normalize == "prompt")
-        scorer.normalization.save(rm_dir / NORMALIZATION_FILE)
+        if not (rm_dir / NORMALIZATION_FILE).is_file():
+            scorer.normalization.save(rm_dir / NORMALIZATION_FILE)
 
     # 5. PPO against the reward model; VADER is the held-out gold judge.
     cfg = RLHFConfig(policy=model_dir, num_envs=args.num_envs, max_new_tokens=args.max_new_tokens,
                      iterations=args.iterations, learning_rate=args.learning_rate, kl_coef=args.kl_coef,
                      kl_target=args.kl_target, kl_horizon=args.kl_horizon, update_epochs=4, num_minibatches=2,
                      seed=args.seed, logdir=args.logdir, torch_threads=args.threads, device=str(device),
-                     dtype=args.dtype,
-                     run_name=f"ppo__s{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}", save_model=False)
-    trainer = RLHFTrainer(cfg, reward=scorer, tokenizer=tokenizer, prompts=prompts,
-                          extra_metrics=lambda p, r: {"gold_score": float(np.mean(gold(r)))})
+                     dtype=args.dtype, save_model=False,
+                     run_name=f"{args.variant}__s{args.seed}__{time.strftime('%Y%m%d-%H%M%S')}",
+                     **({} if args.variant == "ppo" else dict(group_form=args.variant, group_size=args.group_size)))
+    budget: dict[str, float] = {}
+
+    def metrics(prompts: list[str], responses: list[str]) -> dict[str, float]:
+        # With --seconds, ask the run loop to stop after this update, as Ctrl-C does (it checkpoints there).
+        if args.seconds and "start" in budget and time.time() - budget["start"] >= args.seconds:
+            signal.raise_signal(signal.SIGINT)
+        return {"gold_score": float(np.mean(gold(responses)))}
+
+    trainer = RLHFTrainer(cfg, reward=scorer, tokenizer=tokenizer, prompts=prompts, extra_metrics=metrics)
 
     def evaluate(rounds: int = args.eval_rounds) -> dict:
         scores, golds, samples = [], [], []
@@ -190,13 +211,16 @@ def main() -> None:
                 "all_scores": scores, "all_golds": golds}
 
     before = evaluate()
-    t_train = time.time()
-    result = trainer.train()
+    t_train = budget["start"] = time.time()
+    try:
+        result = trainer.train()
+    except Interrupted:  # the --seconds budget was spent
+        result = RLHFResult(trainer.iteration, 0.0, str(trainer.run_dir), list(trainer.parts.history))
     train_seconds = time.time() - t_train
     after = evaluate()
     hist = result.history
     summary = {
-        "updates": result.iterations, "responses_per_update": args.num_envs, "max_new_tokens": args.max_new_tokens,
+        "variant": args.variant, "updates": result.iterations, "responses_per_update": args.num_envs, "max_new_tokens": args.max_new_tokens,
         "preference_pairs": n_pairs, "score_normalization": args.normalize, "eval_responses": len(before["all_scores"]), "rm_eval_accuracy_before": rm_result.eval_accuracy_before,
         "rm_eval_accuracy": rm_result.eval_accuracy, "rm_eval_pairs": rm_result.eval_pairs,
         "score_before": before["score"], "score_after": after["score"],
@@ -211,11 +235,12 @@ def main() -> None:
     }
     print(json.dumps(summary, indent=1))
     if args.write:
-        lines = [f"\n### RLHF on SmolLM2-135M-Instruct ({device.type.upper()}, {args.dtype}) — {time.strftime('%Y-%m-%d %H:%M')}",
+        lines = [f"\n### RLHF on SmolLM2-135M-Instruct ({device.type.upper()}, {args.dtype}, {args.variant}) — "
+                 f"{time.strftime('%Y-%m-%d %H:%M')}",
                  f"Command: `python experiments/rlhf_sentiment.py {' '.join(sys.argv[1:])}`  ",
                  f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads, "
                  f"{torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}, {args.dtype}\n",
-                 f"| updates | responses/update | wall time PPO (s) | RM score{'' if args.normalize == 'none' else ' (normalized)'} "
+                 f"| updates | responses/update | wall time {args.variant} (s) | RM score{'' if args.normalize == 'none' else ' (normalized)'} "
                  f"before → after (± s.e., {summary['eval_responses']} responses) | gold (VADER) before → after "
                  "| KL final (max) | beta start → end | RM held-out acc. (before training) |", "|---|---|---|---|---|---|---|---|",
                  f"| {summary['updates']} | {args.num_envs} × {args.max_new_tokens} tokens | {train_seconds:.0f} | "
