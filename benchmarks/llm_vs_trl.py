@@ -16,7 +16,9 @@ beta 0.05, lr 3e-6, gamma 1, lambda 0.95, clip 0.2, value clip 0.2, vf_coef 0.1.
 = rollout + scoring + reference + update. Median seconds per iteration after a warm-up.
 TRL's masks come from ``ids != pad_id``, so it gets a distinct pad token (``<|endoftext|>``).
 TRL's configs default to bf16 autocast (also on CPU); both TRL arms set ``bf16=False`` so every arm
-computes in fp32.
+computes in fp32. TRL's GRPOConfig defaults to gradient checkpointing (rlkit's default keeps
+activations): ``trl-grpo`` keeps TRL's default, ``trl-grpo-nogc`` turns it off, and
+``rlkit-rloo-gc`` turns rlkit's on (``--gradient-checkpointing``), so each pairing computes alike.
 
     pip install trl==1.12.0   # benchmark only; not an rlkit dependency
     python benchmarks/llm_vs_trl.py --iterations 4
@@ -57,8 +59,8 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def worker_rlkit(iterations: int, threads: int, shared: bool, style: str, group_form: str | None = None
-                 ) -> list[float]:
+def worker_rlkit(iterations: int, threads: int, shared: bool, style: str, group_form: str | None = None,
+                 checkpointing: bool = False) -> list[float]:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -72,7 +74,7 @@ def worker_rlkit(iterations: int, threads: int, shared: bool, style: str, group_
                      num_minibatches=1, temperature=COMMON["temperature"], learning_rate=COMMON["lr"],
                      kl_coef=COMMON["kl_coef"], kl_estimator="k1", vf_coef=0.1, clip_coef=0.2, gamma=1.0,
                      gae_lambda=0.95, separate_critic=not shared, iterations=iterations, torch_threads=threads,
-                     logdir="/tmp/rlkit-trl-bench", save_model=False,
+                     logdir="/tmp/rlkit-trl-bench", save_model=False, gradient_checkpointing=checkpointing,
                      **(dict(group_size=GROUP, group_form=group_form) if group_form else {}))
     trainer = RLHFTrainer(cfg, reward=RewardModelScorer(rm, tokenizer),
                           policy=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
@@ -133,7 +135,7 @@ def worker_trl(iterations: int, threads: int, style: str) -> list[float]:
     return times
 
 
-def worker_trl_grpo(iterations: int, threads: int, style: str) -> list[float]:
+def worker_trl_grpo(iterations: int, threads: int, style: str, checkpointing: bool = True) -> list[float]:
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     import torch
     from datasets import Dataset
@@ -150,7 +152,7 @@ def worker_trl_grpo(iterations: int, threads: int, style: str) -> list[float]:
                       max_completion_length=COMMON["new_tokens"], temperature=COMMON["temperature"],
                       learning_rate=COMMON["lr"], beta=COMMON["kl_coef"], epsilon=0.2, use_cpu=True, report_to="none",
                       save_strategy="no", logging_steps=1, seed=1, dataloader_num_workers=0, bf16=False,
-                      fp16=False)
+                      fp16=False, gradient_checkpointing=checkpointing)
     # One iteration: one generation and its num_iterations optimizer steps.
     clock, times = iteration_clock(TrainerCallback, steps_per_iteration=COMMON["epochs"])
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32),
@@ -164,9 +166,11 @@ WORKERS = {
     "trl": ("TRL 1.12.0 PPOTrainer (separate value model)", "trl"),
     "rlkit": ("rlkit PPO, separate critic (same models as TRL PPO)", "trl"),
     "rlkit-shared": ("rlkit PPO, shared trunk (default)", "trl"),
-    "trl-grpo": ("TRL 1.12.0 GRPOTrainer (no value model)", "trl-grpo"),
+    "trl-grpo": ("TRL 1.12.0 GRPOTrainer (no value model; its default gradient checkpointing)", "trl-grpo"),
     "rlkit-rloo": ("rlkit RLOO (group variant, no value model)", "trl-grpo"),
     "rlkit-grpo": ("rlkit GRPO (group variant, no value model)", "trl-grpo"),
+    "rlkit-rloo-gc": ("rlkit RLOO with --gradient-checkpointing", "trl-grpo"),
+    "trl-grpo-nogc": ("TRL 1.12.0 GRPOTrainer, gradient_checkpointing=False", "trl-grpo-nogc"),
 }
 """Arm -> (table label, the TRL arm it is compared with)."""
 
@@ -178,7 +182,9 @@ def run_worker(name: str, iterations: int, threads: int, style: str) -> list[flo
           "rlkit-shared": lambda: worker_rlkit(n, threads, True, style),
           "trl-grpo": lambda: worker_trl_grpo(n, threads, style),
           "rlkit-rloo": lambda: worker_rlkit(n, threads, True, style, "rloo"),
-          "rlkit-grpo": lambda: worker_rlkit(n, threads, True, style, "grpo")}[name]
+          "rlkit-grpo": lambda: worker_rlkit(n, threads, True, style, "grpo"),
+          "rlkit-rloo-gc": lambda: worker_rlkit(n, threads, True, style, "rloo", checkpointing=True),
+          "trl-grpo-nogc": lambda: worker_trl_grpo(n, threads, style, checkpointing=False)}[name]
     return fn()
 
 

@@ -109,7 +109,8 @@ class PPOConfig:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """An int or float (not a bool) that a float can hold."""
+    return isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**1023)
 
 
 def require_seed(seed: object) -> None:
@@ -148,7 +149,7 @@ def type_problem(hint: Any, value: object) -> str | None:
         return None if value is None else "None"
     if origin is Literal:
         allowed = get_args(hint)
-        return None if value in allowed and type(value) in map(type, allowed) else \
+        return None if type(value) in map(type, allowed) and value in allowed else \
             f"one of {', '.join(map(str, allowed))}"
     if origin is tuple and len(get_args(hint)) == 2 and get_args(hint)[1] is Ellipsis:
         if not isinstance(value, tuple):
@@ -223,6 +224,8 @@ def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[s
             own[key] = value
         elif names.get(key):
             nested.setdefault(names[key][0], {})[key] = value
+        elif fields.get(key) is not None:  # not a dataclass: the type check names what it should be
+            own[key] = value
         elif key in fields and fields[key] is None:
             is_tuple = get_origin(field_hints(cls).get(key)) is tuple
             own[key] = tuple(value) if is_tuple and isinstance(value, list) else value  # JSON / TOML lists

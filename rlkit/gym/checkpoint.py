@@ -24,7 +24,7 @@ from rlkit.errors import ConfigError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import prefixed, restoring, save_checkpoint, unprefixed
-from rlkit.variants.migrate import StoredRun, read_run
+from rlkit.variants.migrate import StoredRun, config_of, read_run
 
 RESUMABLE = ("total_steps", "checkpoint_every", "eval_every", "eval_episodes", "eval_max_steps", "progress",
              "torch_threads", "device", "async_envs")
@@ -56,8 +56,8 @@ class GymParts(NamedTuple):
 def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, StoredRun]:
     """The run's own config with ``changes`` applied, and what it stored (no checkpoint when the
     run never completed one: it then starts again from update 0, in place)."""
-    stored = read_run(path, "gym", changes, RESUMABLE, REQUIRED_STATE)
-    cfg = TrainConfig.from_dict({**stored.record, **changes, "resume": path})
+    stored = read_run(path, "gym", changes, RESUMABLE, REQUIRED_STATE, TrainConfig().to_dict())
+    cfg = config_of(TrainConfig, stored, changes, path)
     if stored.state is not None and cfg.total_steps < int(stored.state["env_steps"]):
         raise ConfigError(f"total_steps={cfg.total_steps} is below the {stored.state['env_steps']} steps the run "
                           "has done")

@@ -126,7 +126,7 @@ def preset(*names: str, **overrides: object) -> TrainConfig:
     ``preset("mujoco", "outer-nesterov", env="Walker2d-v5")``. At most one env preset."""
     fields: dict[str, object] = {}
     for name in names:
-        if name not in PRESETS:
+        if not isinstance(name, str) or name not in PRESETS:
             raise ConfigError(f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
         fields.update(PRESETS[name])
     envs = [n for n in dict.fromkeys(names) if n in ENV_PRESETS]

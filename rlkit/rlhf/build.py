@@ -3,10 +3,11 @@ reference (or LoRA adapters over one shared copy), the tokenizer and the reward.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Iterator, NamedTuple
 
 import torch
 
@@ -76,6 +77,35 @@ def wrap_policy(cfg: RLHFConfig, policy: torch.nn.Module, device: torch.device) 
     except ValueError as exc:
         raise ConfigError(f"lora_targets {list(cfg.lora_targets)}: {one_line(exc)}") from None
     return PolicyParts(wrapped.get_base_model(), None, wrapped)
+
+
+def enable_gradient_checkpointing(lm: torch.nn.Module) -> None:
+    """Checkpoint ``lm``'s decoder layers (transformers recomputes them in the backward pass of a
+    forward run in training mode; see :func:`checkpointed_forward`). One-line :class:`ConfigError`
+    for a model that does not support it or has dropout (training mode would then change the
+    function, and the update's log-probs would no longer be the rollout's)."""
+    dropout = sorted(k for k, v in lm.config.to_dict().items()
+                     if "dropout" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
+    dropout += ["a Dropout module"] if any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in lm.modules()) else []
+    if dropout:
+        raise ConfigError(f"gradient_checkpointing needs a policy without dropout; this one has {', '.join(dropout)}")
+    if not getattr(lm, "supports_gradient_checkpointing", False):
+        raise ConfigError(f"gradient_checkpointing: {type(lm).__name__} does not support it")
+    lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+@contextlib.contextmanager
+def checkpointed_forward(lm: torch.nn.Module, enabled: bool) -> Iterator[None]:
+    """Training mode for the update's forward pass when checkpointing (transformers checkpoints
+    only in training mode; without dropout it computes the same function), eval mode after."""
+    if not enabled:
+        yield
+        return
+    lm.train()
+    try:
+        yield
+    finally:
+        lm.eval()
 
 
 def build_tokenizer(cfg: RLHFConfig, tokenizer: Any) -> Any:

@@ -22,7 +22,7 @@ from rlkit.errors import ConfigError
 from rlkit.io.checkpoint import restoring, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
-from rlkit.variants.migrate import StoredRun, read_run
+from rlkit.variants.migrate import StoredRun, config_of, read_run
 
 RESUMABLE = ("iterations", "checkpoint_every", "save_model", "torch_threads", "device", "policy", "reward_model",
              "prompts")
@@ -43,8 +43,8 @@ class RLHFParts(NamedTuple):
 
 def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None) -> tuple[RLHFConfig, StoredRun]:
     """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``) and what it stored."""
-    stored = read_run(path, "rlhf", changes or {}, RESUMABLE, REQUIRED_STATE)
-    cfg = RLHFConfig.from_dict({**stored.record, **(changes or {}), "resume": path})
+    stored = read_run(path, "rlhf", changes or {}, RESUMABLE, REQUIRED_STATE, RLHFConfig().to_dict())
+    cfg = config_of(RLHFConfig, stored, changes or {}, path)
     done = int(stored.state["update"]) if stored.state else 0
     if cfg.iterations < done:
         raise ConfigError(f"iterations={cfg.iterations} is below the {done} the run has done")

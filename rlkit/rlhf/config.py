@@ -73,6 +73,10 @@ class RLHFConfig(ComposedConfig):
     """Compute dtype. bfloat16/float16 is mixed precision: the models' matmuls run in it under
     ``torch.autocast`` while the trained weights, Adam and the loss stay float32 (a pure-bf16 Adam
     step rounds most small updates away). The frozen reward model is loaded in this dtype."""
+    gradient_checkpointing: bool = False
+    """Recompute the policy's decoder layers in the backward pass instead of keeping their
+    activations (transformers' gradient checkpointing): less peak memory for about a third more
+    update compute. Needs a policy without dropout (the training forward must equal acting's)."""
     torch_threads: int = 2
     """Torch intra-op threads (no env workers compete with an LLM run)."""
     logdir: str = "runs"

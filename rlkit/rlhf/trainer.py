@@ -30,7 +30,8 @@ from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
 from rlkit.io.logger import Logger
-from rlkit.rlhf.build import build_reward, build_tokenizer, load_policy, read_prompts, wrap_policy
+from rlkit.rlhf.build import (build_reward, build_tokenizer, checkpointed_forward, enable_gradient_checkpointing,
+                              load_policy, read_prompts, wrap_policy)
 from rlkit.rlhf.checkpoint import RLHFParts, config_from_checkpoint, load_rlhf, save_rlhf
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
@@ -83,6 +84,8 @@ class RLHFTrainer:
         self.scorer = reward if isinstance(reward, RewardModelScorer) else None
         self.eos = self.tokenizer.eos_token_id
         policy, self.reference, self.peft = wrap_policy(cfg, policy, self.device)
+        if cfg.gradient_checkpointing:
+            enable_gradient_checkpointing(policy)
         # eval(): no dropout, so acting, the KL pass and the training forward compute the same function.
         self.model = LMActorCritic(policy.eval(), cfg.temperature, cfg.separate_critic,
                                    critic=cfg.variants.critic).to(self.device)
@@ -194,7 +197,7 @@ class RLHFTrainer:
             return sequence_minibatches(t_rows, train_grid.num_sequences, cfg.num_minibatches, learner.generator)
 
         def forward(mb: SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
-            with self.autocast():
+            with self.autocast(), checkpointed_forward(self.model.lm, cfg.gradient_checkpointing):
                 logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
                                                            mb.local_rows, t_cols[mb.transitions])
             return logits, values, Batch(*(x[mb.transitions] for x in batch))

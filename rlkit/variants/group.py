@@ -95,9 +95,19 @@ def build_rlhf(options: GroupOptions, ctx: PlugContext) -> Plug:
     return Plug(source=GroupAdvantages(options), group_size=options.group_size)
 
 
+NO_EFFECT = ("vf_coef", "clip_vloss", "vloss_form", "gae_lambda", "gamma")
+"""PPO fields with no effect here: there is no value function, and a response's return is the
+undiscounted sum of its rewards."""
+
+
 def check_rlhf(options: GroupOptions, cfg: Any) -> None:
     if cfg.separate_critic:
         raise ConfigError("separate_critic needs a value model; the group variant (RLOO/GRPO) has none")
+    default = type(cfg)()
+    changed = [name for name in NO_EFFECT if getattr(cfg, name) != getattr(default, name)]
+    if changed and not cfg.resume:  # runs stored before this check resume as they were
+        raise ConfigError(f"the group variant (RLOO/GRPO) has no value function and undiscounted returns; "
+                          f"{', '.join(changed)} would have no effect (leave at the default)")
     if cfg.num_envs % options.group_size:
         raise ConfigError(f"num_envs={cfg.num_envs} is not a multiple of group_size={options.group_size} "
                           "(each prompt is answered group_size times per rollout)")

@@ -11,13 +11,15 @@ variants were plug-ins, HP3O's stored trajectories had keys of their own.
 from __future__ import annotations
 
 import json
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import torch
 
-from rlkit.errors import ConfigError
+from rlkit.core.config import flat_field_names
+from rlkit.errors import CheckpointError, ConfigError
 from rlkit.io.checkpoint import find_resume_point, load_checkpoint, refuse_changes, require_state, run_dir_of
 
+C = TypeVar("C")
 COMMANDS = {"gym": "rlkit train", "rlhf": "rlkit rlhf"}
 """The command that continues a run of each trainer."""
 REQUIRED_STATE = ("config", "trainer", "update", "env_steps", "seconds", "rng_numpy")
@@ -36,36 +38,82 @@ class StoredRun(NamedTuple):
 
 
 def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[str, ...],
-             required: tuple[str, ...] = ()) -> StoredRun:
+             required: tuple[str, ...] = (), defaults: dict[str, Any] | None = None) -> StoredRun:
     """The run at ``path`` to continue with ``trainer``: ``changes`` outside ``resumable`` are
     refused, a run of the other trainer is a one-line error naming the command that continues it,
-    and a Gymnasium run that never completed a checkpoint starts again from its ``config.json``."""
+    and a Gymnasium run that never completed a checkpoint starts again from its ``config.json``.
+    ``defaults``: the trainer config's flat defaults (for fields an earlier record leaves out).
+    A state that does not hold what it should is a one-line :class:`CheckpointError`."""
     refuse_changes(changes, resumable)
     if trainer == "gym":
         found = find_resume_point(path, ("config",))
         if found is None:
-            record = json.loads((run_dir_of(path) / "config.json").read_text())
+            record = _fresh_record(path)
             return StoredRun(migrate_config(record, trainer), None, None)
     else:
         found = load_checkpoint(path, ("config",))[:2]
-    tensors, state = migrate_checkpoint(*found)
-    if state["trainer"] != trainer:
-        other = state["trainer"]
-        raise ConfigError(f"{path!r} is a {'Gymnasium' if other == 'gym' else 'RLHF'} run; continue it with: "
-                          f"{COMMANDS.get(other, other)} --resume {path}")
+    try:
+        tensors, state = migrate_checkpoint(*found, defaults=defaults or {})
+    except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+        raise CheckpointError(f"checkpoint at {path!r} has a malformed state.json: {type(exc).__name__}: {exc}") from None
+    other = state.get("trainer")
+    if not isinstance(other, str) or other not in COMMANDS:
+        raise CheckpointError(f"checkpoint at {path!r} names an unknown trainer {other!r} in state.json")
+    if other != trainer:
+        raise ConfigError(f"{path!r} is {'a Gymnasium' if other == 'gym' else 'an RLHF'} run; continue it with: "
+                          f"{COMMANDS[other]} --resume {path}")
     require_state(path, state, REQUIRED_STATE + required)
+    _check_state(path, state)
     return StoredRun(migrate_config(state["config"], trainer), tensors, state)
 
 
-def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any]
+def _fresh_record(path: str) -> dict[str, Any]:
+    """The ``config.json`` of a Gymnasium run that never completed a checkpoint."""
+    file = run_dir_of(path) / "config.json"
+    try:
+        record = json.loads(file.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"cannot resume {path!r}: no checkpoint and an unreadable config.json ({exc})") from None
+    if not isinstance(record, dict):
+        raise CheckpointError(f"cannot resume {path!r}: no checkpoint and config.json is not a config")
+    if "iterations" in record and "total_steps" not in record:
+        raise ConfigError(f"{path!r} is an RLHF run; continue it with: rlkit rlhf --resume {path}")
+    return record
+
+
+def _check_state(path: str, state: dict[str, Any]) -> None:
+    """The keys every checkpoint holds have the types they should (a damaged or edited file is one line)."""
+    counters = [k for k in ("update", "env_steps") if type(state[k]) is not int or state[k] < 0]
+    seconds = state["seconds"]
+    if counters or not (type(seconds) in (int, float) and 0 <= seconds < float("inf")):
+        bad = (counters or ["seconds"])[0]
+        raise CheckpointError(f"checkpoint at {path!r} holds {bad}={state[bad]!r} in state.json; expected a "
+                              "non-negative " + ("integer" if counters else "number"))
+    for key in ("config", "variants"):
+        if not isinstance(state.get(key, {}), dict):
+            raise CheckpointError(f"checkpoint at {path!r} holds a {key} that is not a mapping in state.json")
+
+
+def config_of(cls: type[C], stored: StoredRun, changes: dict[str, Any], path: str) -> C:
+    """The stored run's config as ``cls`` with ``changes`` and ``resume=path``. A record with
+    options no registered variant has (a plug-in's, its module not loaded) says so in one line."""
+    unknown = sorted(set(stored.record) - set(flat_field_names(cls)))
+    if unknown:
+        raise ConfigError(f"{path!r} was run with option(s) {', '.join(unknown)} that no loaded variant has; "
+                          "name the variant's module in RLKIT_VARIANTS to resume it")
+    return cls.from_dict({**stored.record, **changes, "resume": path})  # type: ignore[attr-defined]
+
+
+def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any], defaults: dict[str, Any] | None = None
                        ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """A checkpoint's tensors and state in today's keys (a current one is returned as it is)."""
-    if "trainer" in state:
+    """A checkpoint's tensors and state in today's keys (a current one is returned as it is);
+    ``defaults`` are the trainer config's flat defaults, for fields an earlier record leaves out."""
+    if not isinstance(state, dict) or "trainer" in state:
         return tensors, state
     state, tensors = dict(state), dict(tensors)
     if "iteration" in state:  # an RLHF checkpoint
         state.update(trainer="rlhf", update=state.pop("iteration"), env_steps=round(float(state.pop("tokens", 0))))
-        state["config"] = _checkpoints_in_steps(state.get("config"))
+        state["config"] = _checkpoints_in_steps(state.get("config"), defaults or {})
     else:
         state.update(trainer="gym", env_steps=state.pop("global_step", None), seconds=state.pop("train_seconds", None))
         if "rng.torch_generator" in tensors:
@@ -74,11 +122,12 @@ def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any]
     return tensors, {k: v for k, v in state.items() if v is not None}
 
 
-def _checkpoints_in_steps(record: Any) -> Any:
+def _checkpoints_in_steps(record: Any, defaults: dict[str, Any]) -> Any:
     """RLHF's ``checkpoint_every`` counted iterations; it counts environment steps (tokens) as in
     the Gymnasium trainer, at most ``num_envs x max_new_tokens`` per iteration."""
-    sizes = [record.get(k, 1) if isinstance(record, dict) else None
-             for k in ("checkpoint_every", "num_envs", "max_new_tokens")]
+    if not isinstance(record, dict) or "checkpoint_every" not in record:
+        return record  # the default (no checkpoints) means the same in both units
+    sizes = [record.get(k, defaults.get(k)) for k in ("checkpoint_every", "num_envs", "max_new_tokens")]
     if not all(type(n) is int for n in sizes):
         return record  # a damaged record: the config's own checks refuse it
     every, num_envs, max_new_tokens = sizes

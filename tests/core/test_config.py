@@ -92,3 +92,17 @@ def test_a_sub_config_of_the_wrong_class_is_refused_and_lists_become_tuples():
             RLHFConfig(**fields)
     assert TrainConfig(hidden_sizes=[32, 32]).hidden_sizes == (32, 32)  # a TOML / JSON list
     assert TrainConfig(outer_lr=2).outer_lr == 2  # an integer is a number
+
+
+@pytest.mark.parametrize("build,match", [
+    (lambda: rlkit.TrainConfig(learning_rate=10**400), "learning_rate must be a finite number"),
+    (lambda: RLHFConfig(temperature=10**400), "temperature must be a number"),
+    (lambda: rlkit.TrainConfig(vloss_form=__import__("numpy").array(["max", "x"])), "vloss_form must be one of"),
+    (lambda: rlkit.TrainConfig(ppo={"clip_coef": 0.1}), "ppo must be a PPOConfig"),
+    (lambda: rlkit.TrainConfig(variants=None), "variants must be a VariantGroups"),
+    (lambda: rlkit.preset(["hp3o"]), "unknown preset"),
+])
+def test_odd_values_from_python_are_one_line_errors(build, match):
+    with pytest.raises(ConfigError, match=match) as info:
+        build()
+    assert "\n" not in str(info.value)

@@ -102,6 +102,8 @@ def test_tiny_lm_learns_with_group_advantages(logdir, form):
     (dict(group_size=4, hp3o=True, hp3o_trajectories=4), "both choose"),
     (dict(group_size=4, group_eps=0.0), "group_eps"),
     (dict(group_size=4, separate_critic=True), "separate_critic"),
+    (dict(group_size=4, vf_coef=0.5), "vf_coef would have no effect"),
+    (dict(group_size=4, gamma=0.9, clip_vloss=False), "clip_vloss, gamma would have no effect"),
 ])
 def test_bad_group_settings_are_one_line(logdir, kw, match):
     with pytest.raises(ConfigError, match=match) as e:

@@ -308,3 +308,24 @@ def test_bfloat16_is_mixed_precision_float32_weights_bf16_matmuls(logdir):
     for _ in range(2):
         t.update()
     assert float((t.learner.flat.data != before).float().mean()) > 0.9
+
+
+def test_gradient_checkpointing_trains_to_the_same_weights_and_refuses_dropout(logdir):
+    from transformers import LlamaForCausalLM
+
+    plain = trainer(logdir, run_name="plain", iterations=3)
+    checkpointed = trainer(logdir, run_name="checkpointed", iterations=3, gradient_checkpointing=True)
+    calls = []
+    inside = checkpointed.model.lm.model.layers[0].mlp  # within the checkpointed layer: runs again in backward
+    inside.register_forward_pre_hook(lambda module, args: calls.append(torch.is_grad_enabled()))
+    plain.train()
+    checkpointed.train()
+    assert not torch.equal(plain.learner.flat.data, trainer(logdir, run_name="fresh").learner.flat.data)
+    torch.testing.assert_close(checkpointed.learner.flat.data, plain.learner.flat.data, rtol=1e-5, atol=1e-6)
+    # every training forward (3 iterations x 4 epochs x 2 minibatches) runs again in its backward pass
+    assert calls.count(True) == 2 * 3 * 4 * 2 and not checkpointed.model.lm.training
+    torch.manual_seed(0)
+    dropping = LlamaForCausalLM(tiny_lm.config(attention_dropout=0.1)).eval()
+    with pytest.raises(ConfigError, match="gradient_checkpointing needs a policy without dropout; this one has "
+                                          "attention_dropout"):
+        trainer(logdir, run_name="dropout", policy=dropping, gradient_checkpointing=True)

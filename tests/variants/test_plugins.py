@@ -187,6 +187,9 @@ def test_a_variant_with_its_own_options_plugs_in_through_rlkit_variants(tmp_path
     state = json.loads((resolve_checkpoint(tmp_path / "runs" / "t") / "state.json").read_text())
     assert state["variants"]["toy"] == {"count": 2} and state["config"]["toy_scale"] == 0.5
     assert state["config"]["update_epochs"] == 2  # the preset's PPO field
+    lost = _rlkit(["train", "--resume", "runs/t", "--total-steps", "2048"], tmp_path, plugins="")
+    assert lost.returncode == 2 and lost.stderr.strip().count("\n") == 0, lost.stderr
+    assert "toy_scale" in lost.stderr and "RLKIT_VARIANTS" in lost.stderr  # resuming needs the plug-in loaded
     refused = _rlkit(["rlhf", "--toy-scale", "0.5", "--policy", "x", "--prompts", "y"], tmp_path)
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
     assert "variant toy is not offered by the RLHF trainer" in refused.stderr
