@@ -79,8 +79,9 @@ def test_tiny_rlhf_same_seed_twice_gives_the_same_bits(logdir):
     results = [t.train() for t in (first, second)]
     assert not torch.equal(first.learner.flat.data, start)
     assert torch.equal(first.learner.flat.data, second.learner.flat.data)  # every trained weight and the value head
+    adam = [t.learner.optimizer.state[t.learner.flat.param] for t in (first, second)]
     for k in ("exp_avg", "exp_avg_sq"):
-        assert torch.equal(first.learner.optimizer.state[first.learner.flat.param][k], second.learner.optimizer.state[second.learner.flat.param][k])
+        assert torch.equal(adam[0][k], adam[1][k])
     assert [h["charts/score"] for h in results[0].history] == [h["charts/score"] for h in results[1].history]
 
 

@@ -105,24 +105,20 @@ class PPOConfig:
         if self.target_kl is not None and not (_is_number(self.target_kl) and math.isfinite(self.target_kl)
                                                and self.target_kl > 0):
             raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
-        require_choices(self)
+        require_field_types(self)
 
 
 def _is_number(value: object) -> bool:
     """An int or float (not a bool) that a float can hold."""
-    return isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**1023)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**1023)
 
 
 def require_seed(seed: object) -> None:
     """Seeds are integers in [0, 2**32) (what numpy, torch and Gymnasium all accept)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
         raise ConfigError(f"seed must be an integer in [0, 2**32), got {seed!r}")
-
-
-@functools.cache
-def literal_choices(cls: type) -> dict[str, tuple]:
-    """The allowed values of each ``Literal``-typed field of a config class."""
-    return {name: get_args(hint) for name, hint in get_type_hints(cls).items() if get_origin(hint) is Literal}
 
 
 @functools.cache
@@ -164,7 +160,7 @@ def type_problem(hint: Any, value: object) -> str | None:
     return None
 
 
-def require_choices(cfg: object) -> None:
+def require_field_types(cfg: object) -> None:
     """One-line :class:`ConfigError` naming the first field whose value does not fit its
     annotation: the wrong type (``"false"`` for a flag, ``"1.5"`` for a number) or a value outside
     its ``Literal`` choices."""
@@ -316,7 +312,7 @@ class ComposedConfig:
         from rlkit.core.device import check_device
         from rlkit.io.checkpoint import check_run_name
 
-        require_choices(self)  # the config's own fields and the sub-configs' classes
+        require_field_types(self)  # the config's own fields and the sub-configs' classes
         for name, sub in sub_configs(type(self)).items():
             if sub is not None:
                 getattr(self, name).validate()

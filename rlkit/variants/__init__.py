@@ -53,6 +53,7 @@ def build_learner(trainer: str, cfg: Any, flat: FlatParameters, optimizer: Optim
                    plugs.group_size)
 
 
-__all__ = ["Plugged", "build_learner", "BatchSource", "Passes", "Plug", "PlugContext", "Plugs", "UpdateHook", "Variant", "VariantGroups",
-           "VariantOptions", "VariantState", "load_variant_states", "register_hook", "register_variant", "registered",
-           "save_variant_states", "unregister_hook", "variant_fields", "variant_presets"]
+__all__ = ["BatchSource", "Passes", "Plug", "PlugContext", "Plugged", "Plugs", "UpdateHook", "Variant",
+           "VariantGroups", "VariantOptions", "VariantState", "build_learner", "load_variant_states", "register_hook",
+           "register_variant", "registered", "save_variant_states", "unregister_hook", "variant_fields",
+           "variant_presets"]

@@ -55,7 +55,8 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     try:
         tensors, state = migrate_checkpoint(*found, defaults=defaults or {})
     except (ValueError, TypeError, OverflowError, AttributeError) as exc:
-        raise CheckpointError(f"checkpoint at {path!r} has a malformed state.json: {type(exc).__name__}: {exc}") from None
+        raise CheckpointError(f"checkpoint at {path!r} has a malformed state.json: "
+                              f"{type(exc).__name__}: {exc}") from None
     other = state.get("trainer")
     if not isinstance(other, str) or other not in COMMANDS:
         raise CheckpointError(f"checkpoint at {path!r} names an unknown trainer {other!r} in state.json")

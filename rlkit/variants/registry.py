@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rlkit.core.config import (PPOConfig, composed_getattr, composed_replace, flat_init, require_choices,
+from rlkit.core.config import (PPOConfig, composed_getattr, composed_replace, flat_init, require_field_types,
                                validation_enabled)
 from rlkit.core.optim import FlatParameters
 from rlkit.errors import ConfigError
@@ -59,7 +59,7 @@ def variant_options(cls: type) -> type:
 
     def validate(self: Any) -> None:
         """One-line :class:`ConfigError` on an invalid or inconsistent setting."""
-        require_choices(self)
+        require_field_types(self)
         own_validate(self)
 
     def __post_init__(self: Any) -> None:
@@ -147,7 +147,8 @@ def register_variant(variant: Variant) -> None:
     if not variant.name.isidentifier() or variant.name in _VARIANTS or hasattr(GroupsMethods, variant.name) \
             or variant.name.startswith("_") or unknown:
         raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one "
-                          f"of the options container's attributes, and the builders' trainers among {', '.join(TRAINERS)}")
+                          "of the options container's attributes, and the builders' trainers among "
+                          f"{', '.join(TRAINERS)}")
     problem = _options_problem(variant)
     if problem:
         raise ConfigError(f"cannot register variant {variant.name!r}: {problem}")
