@@ -30,7 +30,7 @@ def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
 
 
 def hidden_at(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-              through: torch.Tensor) -> torch.Tensor:
+              through: torch.Tensor, prompt_width: int = 0) -> torch.Tensor:
     """``[n, H]`` the trunk's last hidden states at ``(rows, cols)`` of ``ids``/``mask [B, S]``.
 
     The trunk runs on columns ``[first real token of any row, max(through) + 1)`` only: a
@@ -41,13 +41,56 @@ def hidden_at(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: tor
     same token columns (``through``), so the policy's, the reference's and the training passes
     run on the same shapes (the KL is exactly 0 while the policy equals the reference).
     (Grouping rows by length to skip the remaining padding was tried and measured no faster
-    on CPU: the weight-gradient matmuls lose more with short groups than the padding costs.)"""
+    on CPU: the weight-gradient matmuls lose more with short groups than the padding costs.)
+
+    With ``prompt_width`` P > 0, columns ``[0, P)`` are the prompts: when rows repeat a prompt
+    (the group variant asks each prompt several times), each distinct prompt runs once and its
+    keys and values are shared by the rows that asked it (see :func:`shared_prompt_hidden`)."""
     lo = int(mask.long().argmax(-1).min()) if mask.shape[0] else 0
     hi = int(through.max()) + 1 if through.numel() else lo + 1
     window = mask[:, lo:hi]
-    hidden = trunk(input_ids=ids[:, lo:hi], attention_mask=window,
-                   position_ids=positions_from_mask(window)).last_hidden_state
+    positions = positions_from_mask(window)
+    plan = prompt_plan(ids[:, lo:prompt_width], window[:, :prompt_width - lo]) if lo < prompt_width < hi else None
+    if plan is None or (getattr(trunk, "gradient_checkpointing", False) and trunk.training):
+        hidden = trunk(input_ids=ids[:, lo:hi], attention_mask=window, position_ids=positions).last_hidden_state
+    else:
+        hidden = shared_prompt_hidden(trunk, ids[:, lo:hi], window, positions, prompt_width - lo, plan)
     return hidden[rows, cols - lo]
+
+
+def prompt_plan(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """For prompts ``[B, P]``: the first row asking each distinct prompt ``[U]`` (in row order) and
+    each row's distinct prompt ``[B]``; None when every row's prompt differs (nothing to share)."""
+    key = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
+    _, inverse = torch.unique(key, dim=0, return_inverse=True)
+    count = int(inverse.max()) + 1 if inverse.numel() else 0
+    if count == key.shape[0]:
+        return None
+    first = torch.full((count,), key.shape[0], dtype=torch.long, device=key.device)
+    first.scatter_reduce_(0, inverse, torch.arange(key.shape[0], device=key.device), "amin")
+    order = first.argsort()  # distinct prompts in order of first appearance
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(count, device=key.device)
+    return first[order], rank[inverse]
+
+
+def shared_prompt_hidden(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
+                         width: int, plan: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """``[B, S, H]`` last hidden states of ``ids [B, S]``, computing the prompt columns ``[0, width)``
+    once per distinct prompt (``plan`` from :func:`prompt_plan`). The rows' responses attend to
+    their prompt's keys and values, selected from the distinct prompts' cache; gradients flow
+    back through that selection, so the result is the same function as one pass over all rows
+    (the same within float rounding), with the prompts' share of the compute and activations
+    divided by the number of rows per prompt."""
+    first, inverse = plan
+    embeds = trunk.get_input_embeddings()(ids)  # one lookup: one sparse-to-dense embedding gradient per pass
+    out = trunk(inputs_embeds=embeds[first, :width], attention_mask=mask[first, :width],
+                position_ids=positions[first, :width], use_cache=True)
+    cache = out.past_key_values
+    cache.batch_select_indices(inverse)
+    rest = trunk(inputs_embeds=embeds[:, width:], attention_mask=mask, position_ids=positions[:, width:],
+                 past_key_values=cache, use_cache=True).last_hidden_state
+    return torch.cat([out.last_hidden_state[inverse], rest], dim=1)
 
 
 @dataclass
@@ -106,37 +149,46 @@ class LMActorCritic(nn.Module):
         return self.lm.get_output_embeddings()(hidden).float() / self.temperature
 
     def _hidden(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-                through: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                through: torch.Tensor, prompt_width: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Actor and critic last hidden states ``[n, H]`` at ``(rows, cols)`` (one tensor if shared)."""
-        actor = hidden_at(self.trunk, ids, mask, rows, cols, through)
-        critic = actor if self.critic is None else hidden_at(self.critic, ids, mask, rows, cols, through)
+        actor = hidden_at(self.trunk, ids, mask, rows, cols, through, prompt_width)
+        critic = actor if self.critic is None else hidden_at(self.critic, ids, mask, rows, cols, through,
+                                                             prompt_width)
         return actor, critic
 
     def forward_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
-                       cols: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                       cols: torch.Tensor, prompt_width: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``[n, V]`` (tempered) and values ``[n]`` of the states that emitted the tokens
-        at ``(rows, cols)`` of ``ids [B, S]`` (read at column ``cols - 1``), in one forward pass."""
-        actor, critic = self._hidden(ids, mask, rows, cols - 1, cols)
+        at ``(rows, cols)`` of ``ids [B, S]`` (read at column ``cols - 1``), in one forward pass
+        (repeated prompts in columns ``[0, prompt_width)`` computed once, see :func:`hidden_at`)."""
+        actor, critic = self._hidden(ids, mask, rows, cols - 1, cols, prompt_width)
         return self._logits(actor), self._values(critic)
 
     @torch.no_grad()
     def evaluate_tokens(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-                        final_rows: torch.Tensor, final_cols: torch.Tensor
+                        final_rows: torch.Tensor, final_cols: torch.Tensor, prompt_width: int = 0
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Log-probs ``[n]`` of the tokens at ``(rows, cols)``, their states' values ``[n]``, and the
         values ``[m]`` of the states right after the tokens at ``(final_rows, final_cols)`` (bootstrap)."""
         n = len(rows)
-        actor, critic = self._hidden(ids, mask, torch.cat([rows, final_rows]), torch.cat([cols - 1, final_cols]), cols)
+        actor, critic = self._hidden(ids, mask, torch.cat([rows, final_rows]), torch.cat([cols - 1, final_cols]), cols,
+                                     prompt_width)
         logp = self.head.log_prob(self._logits(actor[:n]), ids[rows, cols])
         values = self._values(critic)
         return logp, values[:n], values[n:]
 
     @torch.no_grad()
     def start(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[GenerationState, torch.Tensor]:
-        """Prefill left-padded prompts ``[N, P]``; returns the state and the first step's logits."""
-        out = self.trunk(input_ids=ids, attention_mask=mask, position_ids=positions_from_mask(mask), use_cache=True)
+        """Prefill left-padded prompts ``[N, P]`` (each distinct prompt once, its cache shared by
+        the rows that ask it); returns the state and the first step's logits."""
+        plan = prompt_plan(ids, mask)
+        first, inverse = plan if plan is not None else (slice(None), slice(None))
+        out = self.trunk(input_ids=ids[first], attention_mask=mask[first],
+                         position_ids=positions_from_mask(mask[first]), use_cache=True)
+        if plan is not None:
+            out.past_key_values.batch_select_indices(inverse)
         state = GenerationState(out.past_key_values, mask.clone(), mask.long().sum(-1))
-        return state, self._logits(out.last_hidden_state[:, -1])
+        return state, self._logits(out.last_hidden_state[inverse, -1])
 
     @torch.no_grad()
     def advance(self, state: GenerationState, tokens: torch.Tensor) -> torch.Tensor:
@@ -151,10 +203,10 @@ class LMActorCritic(nn.Module):
 
 @torch.no_grad()
 def token_log_probs(lm: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
-                    cols: torch.Tensor, temperature: float) -> torch.Tensor:
+                    cols: torch.Tensor, temperature: float, prompt_width: int = 0) -> torch.Tensor:
     """``[n]`` a causal LM's log-probs of the tokens at ``(rows, cols)``, in one batched pass.
     Used for the frozen reference and, identically, for the policy's side of the KL penalty,
     so the KL is exactly 0 while the policy equals the reference."""
-    hidden = hidden_at(lm.base_model, ids, mask, rows, cols - 1, cols)
+    hidden = hidden_at(lm.base_model, ids, mask, rows, cols - 1, cols, prompt_width)
     logits = lm.get_output_embeddings()(hidden).float() / temperature
     return CategoricalHead(logits.shape[-1]).log_prob(logits, ids[rows, cols])  # the policy's own head math

@@ -176,8 +176,8 @@ class RLHFTrainer:
         trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
         with self.autocast():
             log_probs, values, final_values = self.model.evaluate_tokens(
-                grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t)
-            ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols)
+                grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t, grid.prompt_width)
+            ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols, grid.prompt_width)
         kl_tokens = kl_penalty(log_probs, ref, self.cfg.kl_estimator)
         shaped = grid.rewards.clone()
         shaped[vt, rows] -= self.parts.kl.beta * kl_tokens
@@ -199,7 +199,8 @@ class RLHFTrainer:
         def forward(mb: SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
             with self.autocast(), checkpointed_forward(self.model.lm, cfg.gradient_checkpointing):
                 logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
-                                                           mb.local_rows, t_cols[mb.transitions])
+                                                           mb.local_rows, t_cols[mb.transitions],
+                                                           train_grid.prompt_width)
             return logits, values, Batch(*(x[mb.transitions] for x in batch))
 
         stats = ppo_epochs(epoch_minibatches, forward, self.model.head, learner.flat, learner.optimizer, cfg.ppo,
@@ -236,11 +237,11 @@ class RLHFTrainer:
         return stats
 
     def reference_log_probs(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
-                            cols: torch.Tensor) -> torch.Tensor:
+                            cols: torch.Tensor, prompt_width: int) -> torch.Tensor:
         if self.peft is None:
-            return token_log_probs(self.reference, ids, mask, rows, cols, self.cfg.temperature)
+            return token_log_probs(self.reference, ids, mask, rows, cols, self.cfg.temperature, prompt_width)
         with self.peft.disable_adapter():
-            return token_log_probs(self.model.lm, ids, mask, rows, cols, self.cfg.temperature)
+            return token_log_probs(self.model.lm, ids, mask, rows, cols, self.cfg.temperature, prompt_width)
 
     def decode(self, grid: TokenGrid) -> tuple[list[str], list[str]]:
         """Prompt and response texts of each sequence in ``grid``."""

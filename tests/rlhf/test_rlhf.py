@@ -34,15 +34,16 @@ def test_kl_is_exactly_zero_at_the_first_update(logdir):
     assert t.update()["charts/kl"] != 0.0  # the policy has moved
 
 
-@pytest.mark.parametrize("temperature", [1.0, 0.7])
-def test_stored_log_probs_match_the_training_forward(logdir, temperature):
-    t = trainer(logdir, temperature=temperature, max_new_tokens=6)
+@pytest.mark.parametrize("temperature, group", [(1.0, {}), (0.7, {}), (0.7, {"group_size": 4})])
+def test_stored_log_probs_match_the_training_forward(logdir, temperature, group):
+    # 8 responses to 3 prompts (group_size 4: 2 prompts x 4), so prompts repeat and run once per pass
+    t = trainer(logdir, temperature=temperature, max_new_tokens=6, **group)
     ro, _, _ = t.collect()
     vn, vt = ro.valid.T.nonzero(as_tuple=True)
     logits, values = t.model.forward_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt)
     recomputed = t.model.head.log_prob(logits, ro.actions[vt, vn])
     torch.testing.assert_close(recomputed.detach(), ro.log_probs[vt, vn], atol=1e-5, rtol=0)
-    lp, v, _ = t.model.evaluate_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt, vn[:0], vt[:0])
+    lp, v, _ = t.model.evaluate_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt, vn[:0], vt[:0], ro.prompt_width)
     torch.testing.assert_close(lp, ro.log_probs[vt, vn], atol=1e-5, rtol=0)
     torch.testing.assert_close(v, values.detach())
 
@@ -329,3 +330,43 @@ def test_gradient_checkpointing_trains_to_the_same_weights_and_refuses_dropout(l
     with pytest.raises(ConfigError, match="gradient_checkpointing needs a policy without dropout; this one has "
                                           "attention_dropout"):
         trainer(logdir, run_name="dropout", policy=dropping, gradient_checkpointing=True)
+
+
+def test_repeated_prompts_run_once_with_the_full_pass_values_and_gradients():
+    # Rows 0, 2, 3 ask one prompt, row 1 another (left-padded to width 5); responses in columns 5-8.
+    from rlkit.rlhf.policy import hidden_at, prompt_plan
+
+    lm = tiny_lm.causal_lm().double().requires_grad_(True)
+    trunk = lm.base_model
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(3, lm.config.vocab_size, (4, 9), generator=g)
+    ids[2, :5] = ids[3, :5] = ids[0, :5]
+    mask = torch.ones_like(ids)
+    mask[[0, 2, 3], :1] = 0
+    mask[1, :2] = 0
+    mask[3, 8] = 0  # row 3's response ended a column earlier
+    rows, cols = torch.tensor([0, 1, 2, 3, 3, 0]), torch.tensor([4, 5, 6, 4, 7, 7])
+    first, inverse = prompt_plan(ids[:, :5], mask[:, :5])
+    assert first.tolist() == sorted(first.tolist()) and len(first) == 2 and inverse[0] == inverse[2] == inverse[3]
+    widths = []
+    hook = trunk.register_forward_pre_hook(
+        lambda m, a, kw: widths.append(tuple((kw.get("input_ids") if kw.get("input_ids") is not None
+                                              else kw["inputs_embeds"]).shape[:2])), with_kwargs=True)
+
+    def run(prompt_width):
+        lm.zero_grad()
+        out = hidden_at(trunk, ids, mask, rows, cols, cols + 1, prompt_width)
+        (out * torch.linspace(-1, 1, out.numel(), dtype=out.dtype).view_as(out)).sum().backward()
+        return out.detach(), [p.grad.clone() for p in trunk.parameters() if p.grad is not None]
+
+    shared, shared_grads = run(5)
+    plain, plain_grads = run(0)
+    hook.remove()
+    assert widths == [(2, 4), (4, 4), (4, 8)]  # two distinct prompts once, then every row's responses (column 0
+    # is padding in every row and is not run)
+    torch.testing.assert_close(shared, plain, atol=1e-10, rtol=0)
+    assert len(shared_grads) == len(plain_grads) > 0
+    for a, b in zip(shared_grads, plain_grads):  # LlamaRMSNorm computes in float32 even in a float64 model,
+        # so summing the rows' prompt gradients in another order moves them by float32 rounding
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * float(b.abs().max()))
+    assert prompt_plan(ids[:2, :5], mask[:2, :5]) is None  # all prompts differ: the plain single pass
