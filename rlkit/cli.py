@@ -6,11 +6,13 @@ Every user-facing error is an :class:`rlkit.errors.RlkitError`: one line, exit c
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import logging
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import tyro
 
@@ -26,6 +28,40 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
        rlkit report SWEEP_DIR [--baseline VARIANT] [--metric final|auc] [--normalize none|minmax]"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with its errors as one-line :class:`ConfigError` (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise ConfigError(f"{message} (see {self.prog} --help)")
+
+
+def _tyro_cli(cls: type, **kwargs: Any) -> Any:
+    """``tyro.cli`` with its error box turned into a one-line :class:`ConfigError` (``--help``
+    prints as tyro writes it)."""
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            return tyro.cli(cls, **kwargs)
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            sys.stderr.write(captured.getvalue())
+            raise
+        raise ConfigError(f"{_box_message(captured.getvalue())} (see {kwargs.get('prog', 'rlkit')} --help)") from None
+
+
+def _box_message(text: str) -> str:
+    """The message of a tyro error box: its first paragraph, on one line."""
+    words: list[str] = []
+    for line in text.splitlines():
+        inner = line.strip().strip("│").strip()
+        if line.strip().startswith(("╭", "╰")) or not inner:
+            continue
+        if set(inner) <= {"─"}:
+            break
+        words.append(inner)
+    return " ".join(words) or "invalid arguments"
 
 
 def _flags_given(argv: list[str], cls: type) -> set[str]:
@@ -50,7 +86,7 @@ def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
 def _train(argv: list[str]) -> int:
     from rlkit.gym.config import PRESETS, TrainConfig, preset
 
-    pre = argparse.ArgumentParser(add_help=False)
+    pre = Parser(add_help=False)
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
     known, rest = pre.parse_known_args(argv)
     default = preset(*known.preset) if known.preset else TrainConfig()
@@ -59,7 +95,7 @@ def _train(argv: list[str]) -> int:
                    "other flags override their fields. With --resume RUN_DIR the run continues with its own "
                    "config; --total-steps extends it.")
     with deferred_validation():
-        cfg = tyro.cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
+        cfg = _tyro_cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
                        config=TYRO_CONFIG)
     from rlkit.gym.trainer import PPOTrainer
 
@@ -78,7 +114,7 @@ def _train(argv: list[str]) -> int:
 
 
 def _eval(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rlkit eval", description="Evaluate a trained run's latest checkpoint.")
+    parser = Parser(prog="rlkit eval", description="Evaluate a trained run's latest checkpoint.")
     parser.add_argument("run_dir")
     parser.add_argument("--episodes", type=int, default=10)
     parser.add_argument("--seed", type=int, default=10_000)
@@ -110,7 +146,7 @@ def _rlhf(argv: list[str]) -> int:
     from rlkit.rlhf.trainer import RLHFTrainer
 
     with deferred_validation():
-        cfg = tyro.cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
+        cfg = _tyro_cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
     if cfg.resume:
         trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=_resume_changes(cfg, argv))
@@ -125,14 +161,14 @@ def _rm(argv: list[str]) -> int:
         raise ConfigError("usage: rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR")
     from rlkit.rlhf.reward_model import RMConfig, train_reward_model
 
-    cfg = tyro.cli(RMConfig, args=argv[1:], prog="rlkit rm train",
+    cfg = _tyro_cli(RMConfig, args=argv[1:], prog="rlkit rm train",
                    description="Train a Bradley-Terry reward model on preference pairs.")
     print(json.dumps(train_reward_model(cfg).to_json()))
     return 0
 
 
 def _sweep(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rlkit sweep", description="Run a sweep spec: variants x envs x seeds "
+    parser = Parser(prog="rlkit sweep", description="Run a sweep spec: variants x envs x seeds "
                                      "(resumable: the same command again finishes what is left).")
     parser.add_argument("spec")
     parser.add_argument("--out", default=None, help="sweep directory (default: sweeps/<name>)")
@@ -152,8 +188,15 @@ def _sweep(argv: list[str]) -> int:
             print(f"{state:8} {run.name}  ({run.kind}, {run.config['total_steps']:,} steps)")
         print(f"{len(states)} runs in {sweep_dir}", file=sys.stderr)
         return 0
-    summary = run_sweep(args.spec, args.out, args.workers, args.backend, args.ray_address, args.budget,
-                        args.retry_failed, args.gpus_per_run)
+    try:
+        summary = run_sweep(args.spec, args.out, args.workers, args.backend, args.ray_address, args.budget,
+                            args.retry_failed, args.gpus_per_run)
+    except KeyboardInterrupt:
+        again = " ".join(["rlkit sweep", args.spec] + (["--out", args.out] if args.out else [])
+                         + (["--budget", args.budget] if args.budget else []))
+        print(f"rlkit: interrupted; no further run started, the runs in flight checkpointed and stopped; "
+              f"continue with: {again}", file=sys.stderr)
+        return 130
     print(json.dumps(summary.to_json()))
     if summary.failed:
         print(f"rlkit: {summary.failed} run(s) failed; see runs.csv and logs/ in {summary.sweep_dir} "
@@ -162,7 +205,7 @@ def _sweep(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="rlkit report", description="Statistics and figures of a sweep.")
+    parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.")
     parser.add_argument("sweep_dir")
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
     parser.add_argument("--metric", default="final", choices=["final", "auc"])

@@ -10,7 +10,6 @@ They write what an rlkit run writes for the sweep: ``result.json`` (the same key
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from rlkit.core.loop import EVAL_SEED_OFFSET
 from rlkit.errors import ConfigError
 from rlkit.gym.agent import run_episodes
+from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
 
 
@@ -107,5 +107,5 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
               "eval_return_mean": None if math.isnan(mean) else mean, "eval_return_std": None if math.isnan(std) else std,
               "run_dir": str(run_dir), "variant": kind, "updates": steps // (cfg["num_envs"] * cfg["num_steps"]),
               "eval_history": history, "eval_seconds": seconds}
-    (run_dir / "result.json").write_text(json.dumps(result, indent=1))
+    write_json(run_dir / "result.json", result)
     return result

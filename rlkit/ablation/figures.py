@@ -15,9 +15,13 @@ from rlkit.ablation.stats import iqm_curve, seeded_global_numpy  # noqa: E402
 
 
 def colours(variants: list[str]) -> dict[str, object]:
-    """One distinct colour per variant (tab10, or tab20 beyond ten variants)."""
+    """One distinct colour per variant: tab10, tab20 beyond ten variants, and evenly spaced hues
+    beyond twenty (no two variants share a colour)."""
+    if len(variants) > 20:
+        cmap = plt.get_cmap("hsv")
+        return {v: cmap(i / len(variants)) for i, v in enumerate(variants)}
     cmap = plt.get_cmap("tab10" if len(variants) <= 10 else "tab20")
-    return {v: cmap(i % cmap.N) for i, v in enumerate(variants)}
+    return {v: cmap(i) for i, v in enumerate(variants)}
 
 
 def _intervals(ax: plt.Axes, names: list[str], values: dict[str, list], colour: dict[str, str], xlabel: str) -> None:

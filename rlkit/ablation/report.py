@@ -4,7 +4,6 @@ finished, with the missing and failed runs listed."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,10 @@ import numpy as np
 import pandas as pd
 
 from rlkit.ablation import figures, stats
-from rlkit.ablation.results import write_tables
+from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import expand
 from rlkit.errors import ConfigError
+from rlkit.io.files import write_atomic, write_json
 
 
 def random_return(env_id: str, episodes: int = 10, seed: int = 10_000) -> float:
@@ -31,56 +31,77 @@ def random_return(env_id: str, episodes: int = 10, seed: int = 10_000) -> float:
 
 def references(scores: pd.DataFrame, given: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
     """Per env: the spec's ``random``/``reference`` scores, or measured ones (a random policy's
-    return; the best run's score), saying which."""
+    return; the best run's score), saying which.
+    An env whose best run does not beat the random policy has no measured scale: it is marked
+    ``usable: False`` and left out of the normalized aggregate (give ``[reference."ENV"]``)."""
+    from rlkit.gym.envs import check_env_id
+
     out = {}
     for env in sorted(scores["env"].unique()):
         if env in given:
-            out[env] = {**given[env], "source": "spec"}
-        else:
-            out[env] = {"random": random_return(env), "reference": float(scores[scores.env == env]["score"].max()),
-                        "source": "measured: random policy; best run"}
-            if out[env]["reference"] <= out[env]["random"]:
-                out[env]["reference"] = out[env]["random"] + 1.0
+            out[env] = {**given[env], "source": "spec", "usable": True}
+            continue
+        check_env_id(env)
+        best = float(scores[scores.env == env]["score"].max())
+        out[env] = {"random": random_return(env), "reference": best, "source": "measured: random policy; best run"}
+        out[env]["usable"] = best > out[env]["random"]
+        if not out[env]["usable"]:
+            out[env]["source"] = ("not normalized: no run beats the random policy; give [reference.\"ENV\"] "
+                                  "in the spec to include it")
     return out
 
 
 def _load(sweep: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
-    manifest = sweep / "manifest.json"
-    if not manifest.is_file():
-        raise ConfigError(f"{sweep} is not a sweep directory (no manifest.json); run rlkit sweep first")
-    stored = json.loads(manifest.read_text())
-    spec = expand(stored["spec"], str(manifest), stored.get("budget"))
+    stored = read_manifest(sweep)
+    spec = expand(stored["spec"], str(sweep / "manifest.json"), stored.get("budget"))
     write_tables(sweep, spec)  # from the runs' own files: a run that finished after the sweep stopped counts
     runs = pd.read_csv(sweep / "runs.csv")
     results = pd.read_csv(sweep / "results.csv")
     if results.empty:
-        raise ConfigError(f"{sweep}: no run has finished yet ({len(runs)} planned); nothing to report")
+        done = int((runs["status"] == "done").sum())
+        why = (f"{done} run(s) finished but none recorded an evaluation (eval_episodes = 0?)" if done
+               else f"no run has finished yet ({len(runs)} planned)")
+        raise ConfigError(f"{sweep}: {why}; nothing to report")
     return spec, runs, results
 
 
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
                  reps: int = 2000) -> dict[str, Any]:
     """Write the report; returns the paths written and the run counts."""
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0:
+        raise ConfigError(f"--reps must be a positive number of bootstrap resamples, got {reps!r}")
     sweep = Path(sweep_dir)
+    if (sweep / "report").exists() and not (sweep / "report").is_dir():
+        raise ConfigError(f"{sweep / 'report'} is a file; move it aside to write the report there")
     spec, runs, results = _load(sweep)
     variants = [v for v in spec.variants if v in set(results["variant"])]
     baseline = baseline or spec.baseline
     if baseline not in variants:
         raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(variants)}")
     scores = stats.final_scores(results) if metric == "final" else stats.auc_scores(results)
+    broken = scores[~np.isfinite(scores["score"].to_numpy(dtype=float))]
+    scores = scores.drop(broken.index)
+    if scores.empty:
+        raise ConfigError(f"{sweep}: every finished run's score is NaN or inf; nothing to report")
     out = sweep / "report"
     out.mkdir(exist_ok=True)
     colour = figures.colours(spec.variants)
     per_env = stats.per_env_table(scores, reps)
     summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "per_env": per_env.to_dict("records"),
-                               "runs": runs["status"].value_counts().to_dict(), "cost": _cost(runs)}
+                               "runs": runs["status"].value_counts().to_dict(), "cost": _cost(runs),
+                               "non_finite": broken[["variant", "env", "seed"]].to_dict("records")}
     figures.per_env(per_env, colour, out / "per_env.png")
     figures.curves(results, "step", colour, out / "curves_steps.png")
     figures.curves(results, "wall_s", colour, out / "curves_wallclock.png")
     pngs = ["per_env.png", "curves_steps.png", "curves_wallclock.png"]
     if normalize == "minmax":
         refs = references(scores, spec.reference)
-        matrices, envs = stats.score_matrices(stats.normalize(scores, refs), variants)
+        usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
+        matrices, envs = stats.score_matrices(stats.normalize(usable, refs), variants)
+        if not envs:
+            summary["references"] = refs
+            summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"
+            return _finish(out, spec, runs, summary, pngs)
         summary.update(references=refs, envs_aggregated=envs, seeds_aggregated={v: len(m) for v, m in matrices.items()},
                        aggregate=stats.interval_estimates(matrices, reps),
                        improvement=stats.improvement(matrices, baseline, reps))
@@ -90,8 +111,12 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
         if summary["improvement"]:
             figures.improvement(summary["improvement"], baseline, colour, out / "improvement.png")
             pngs.append("improvement.png")
-    (out / "summary.json").write_text(json.dumps(_finite(summary), indent=1))
-    (out / "report.md").write_text(_markdown(spec, runs, summary, pngs))
+    return _finish(out, spec, runs, summary, pngs)
+
+
+def _finish(out: Path, spec: Any, runs: pd.DataFrame, summary: dict[str, Any], pngs: list[str]) -> dict[str, Any]:
+    write_json(out / "summary.json", _finite(summary))
+    write_atomic(out / "report.md", _markdown(spec, runs, summary, pngs))
     return {"report": str(out / "report.md"), "summary": str(out / "summary.json"), "figures": pngs,
             "runs": summary["runs"]}
 
@@ -108,7 +133,7 @@ def _cost(runs: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
 
 def _finite(value: Any) -> Any:
     if isinstance(value, float):
-        return None if math.isnan(value) else value
+        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): _finite(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -128,6 +153,11 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
         lines += [f"- {r.variant} / {r.env} / seed {r.seed}: {r.status}" + (f" — {r.error}" if isinstance(r.error, str)
                                                                           and r.error else "") for r in missing.itertuples()]
         lines.append("")
+    if s.get("non_finite"):
+        lines += ["Left out of every statistic (final score NaN or inf): " + ", ".join(
+            f"{r['variant']} / {r['env']} / seed {r['seed']}" for r in s["non_finite"]), ""]
+    if s.get("aggregate_skipped"):
+        lines += [f"No aggregate across environments: {s['aggregate_skipped']}.", ""]
     lines += ["## Per environment", "", "| env | variant | runs | mean ± s.e. | IQM [95% CI] | train s | steps/s |",
               "|---|---|---|---|---|---|---|"]
     for r in s["per_env"]:

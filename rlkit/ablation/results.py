@@ -10,6 +10,7 @@ its worker: env creation, training, evaluation, files), run_dir.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import platform
 import subprocess
@@ -20,11 +21,14 @@ from typing import Any
 
 from rlkit.ablation.spec import SweepSpec, expand
 from rlkit.errors import ConfigError
+from rlkit.io.files import read_json, write_atomic, write_json
 from rlkit.gym.config import TrainConfig
 
 RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
 RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "total_steps",
                "steps_per_second", "train_seconds", "run_seconds", "run_dir"]
+LOCK = ".rlkit-sweep.lock"
+"""The file a running sweep holds locked in its directory (see ``sweep.sweep_lock``)."""
 PACKAGES = ("rlkit", "torch", "numpy", "gymnasium", "mujoco", "stable-baselines3", "sb3-contrib", "ray", "rliable")
 
 
@@ -47,17 +51,18 @@ def _versions() -> dict[str, str | None]:
     return out
 
 
-def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> None:
+def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None, write: bool = True) -> None:
     """Create the sweep directory with its manifest (the spec, and every run's full config), or
     check that an existing one holds the same runs. A spec that keeps every stored run unchanged
     and adds runs (more variants, envs or seeds) extends the sweep: the manifest records the earlier
     spec. A run whose config would differ (another spec, or a preset redefined since the sweep
-    started) is refused: nothing is overwritten and no stale result is mixed in."""
+    started) is refused: nothing is overwritten and no stale result is mixed in. ``write=False``
+    only checks (``--dry-run``)."""
     identity = {"spec": spec.data, "budget": budget}
     runs = _json({run.name: [run.kind, run.config] for run in spec.runs})
     manifest = sweep_dir / "manifest.json"
     if manifest.is_file():
-        stored = json.loads(manifest.read_text())
+        stored = read_manifest(sweep_dir)
         if stored.get("budget") != budget:
             raise ConfigError(f"{sweep_dir} holds a sweep of budget {stored.get('budget')!r}, not {budget!r}; "
                               "choose another --out")
@@ -74,21 +79,38 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None) -> Non
         if not same and (before is None or not set(before) <= set(runs)):
             raise ConfigError(f"{sweep_dir} holds a sweep of a different spec or budget; resume it with the same "
                               "spec (or one that only adds variants, envs or seeds), or choose another --out")
+        if not write:
+            return
         if not same:
             stored["extended_from"] = stored.get("extended_from", []) + [
                 {"spec": stored["spec"], "until": time.strftime("%Y-%m-%d %H:%M:%S")}]
         if not same or "runs" not in stored:
             stored.update(spec=_json(spec.data), runs=runs)
-            _write_atomic(manifest, json.dumps(stored, indent=1))
+            write_json(manifest, stored)
         return
-    if sweep_dir.exists() and any(sweep_dir.iterdir()):
+    if sweep_dir.exists() and any(p.name != LOCK for p in sweep_dir.iterdir()):
         raise ConfigError(f"{sweep_dir} exists and is not a sweep directory; choose another --out")
+    if not write:
+        return
     for sub in ("runs", "logs", "status"):
         (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps({**identity, "name": spec.name, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
-                                    "git_commit": _git_commit(), "python": platform.python_version(),
-                                    "machine": f"{platform.node()} {platform.machine()}",
-                                    "packages": _versions(), "runs": runs}, indent=1))
+    write_json(manifest, {**identity, "name": spec.name, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
+                          "git_commit": _git_commit(), "python": platform.python_version(),
+                          "machine": f"{platform.node()} {platform.machine()}", "packages": _versions(),
+                          "runs": runs})
+
+
+def read_manifest(sweep_dir: Path) -> dict[str, Any]:
+    """The sweep's manifest; a one-line :class:`ConfigError` when there is none or it is damaged
+    (rlkit writes it atomically, so only an outside edit or copy damages it)."""
+    manifest = sweep_dir / "manifest.json"
+    if not manifest.is_file():
+        raise ConfigError(f"{sweep_dir} is not a sweep directory (no manifest.json); run rlkit sweep first")
+    stored = read_json(manifest)
+    if stored is None or not isinstance(stored.get("spec"), dict):
+        raise ConfigError(f"{manifest} is damaged (not a JSON object with the sweep's spec); restore it from a "
+                          "copy, or run the spec into another --out (nothing here is changed)")
+    return stored
 
 
 def _json(value: Any) -> Any:
@@ -122,24 +144,21 @@ _DEFAULTS: dict[str, Any] = json.loads(json.dumps(TrainConfig().to_dict()))
 """A run config's defaults, as a manifest stores them (JSON)."""
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
-    """Rebuild results.csv and runs.csv; returns (done, failed, missing) run counts."""
+    """Rebuild results.csv and runs.csv (each replaced whole, so a report reading them while a
+    sweep rewrites them never sees half a table); returns (done, failed, missing) run counts."""
     counts = {"done": 0, "failed": 0, "missing": 0}
-    with open(sweep_dir / "results.csv", "w", newline="") as rf, open(sweep_dir / "runs.csv", "w", newline="") as uf:
-        results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
-        results.writeheader()
-        runs.writeheader()
-        for run in spec.runs:
-            row, evaluations = _run_row(sweep_dir, run)
-            counts[row["status"]] += 1
-            runs.writerow(row)
-            results.writerows(evaluations)
+    rf, uf = io.StringIO(newline=""), io.StringIO(newline="")
+    results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
+    results.writeheader()
+    runs.writeheader()
+    for run in spec.runs:
+        row, evaluations = _run_row(sweep_dir, run)
+        counts[row["status"]] += 1
+        runs.writerow(row)
+        results.writerows(evaluations)
+    write_atomic(sweep_dir / "results.csv", rf.getvalue())
+    write_atomic(sweep_dir / "runs.csv", uf.getvalue())
     return counts["done"], counts["failed"], counts["missing"]
 
 
@@ -148,9 +167,9 @@ def _run_row(sweep_dir: Path, run: Any) -> tuple[dict[str, Any], list[dict[str, 
     row: dict[str, Any] = {"variant": run.variant, "env": run.env, "seed": run.seed, "kind": run.kind,
                            "status": "missing", "error": "", "run_dir": str(run_dir.relative_to(sweep_dir))}
     status = sweep_dir / "status" / f"{run.name}.json"
-    recorded = json.loads(status.read_text()) if status.is_file() else {}
-    if (run_dir / "result.json").is_file():
-        res = json.loads((run_dir / "result.json").read_text())
+    recorded = read_json(status) or {}
+    res = read_json(run_dir / "result.json")
+    if res is not None:
         sps = res.get("steps_per_second") or 0.0
         row.update(status="done", final_return=res.get("eval_return_mean"), total_steps=res.get("total_steps"),
                    steps_per_second=sps, train_seconds=(res.get("total_steps") or 0) / sps if sps else None,

@@ -17,10 +17,11 @@ A failed run is recorded, reported and skipped until ``--retry-failed``.
 from __future__ import annotations
 
 import contextlib
-import json
+import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import asdict
@@ -31,18 +32,19 @@ from tqdm import tqdm
 
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
+from rlkit.io.files import read_json, write_json
 
 Outcome = dict[str, Any]
-"""``{"name", "status": "done" | "failed", "error", "result"}`` of one run."""
+"""``{"name", "status": "done" | "failed" | "interrupted", "error", "result"}`` of one run."""
 
 
 def run_state(sweep_dir: Path, run: RunSpec) -> str:
     """``done``, ``failed``, ``partial`` (started, not finished) or ``new``."""
     run_dir = sweep_dir / "runs" / run.name
-    if (run_dir / "result.json").is_file():
+    if read_json(run_dir / "result.json") is not None:
         return "done"
-    status = sweep_dir / "status" / f"{run.name}.json"
-    if status.is_file() and json.loads(status.read_text()).get("status") == "failed":
+    status = read_json(sweep_dir / "status" / f"{run.name}.json") or {}
+    if status.get("status") == "failed":
         return "failed"
     return "partial" if run_dir.exists() else "new"
 
@@ -72,16 +74,20 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
     root = Path(sweep_dir)
     run_dir = root / "runs" / run.name
     status = root / "status" / f"{run.name}.json"
+    if _STOPPING is not None and _STOPPING.is_set():  # queued before the sweep was stopped
+        return {"name": run.name, "status": "interrupted", "error": None, "result": None}
     start = time.perf_counter()
-    with _output_to(root / "logs" / f"{run.name}.log"):
+    with _output_to(root / "logs" / f"{run.name}.log"), _interruptible():
         try:
             result = _train(run, run_dir)
+        except KeyboardInterrupt:  # the sweep is stopping: the run resumes next time from its checkpoint
+            return {"name": run.name, "status": "interrupted", "error": None, "result": None}
         except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
             error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
-            status.write_text(json.dumps({"status": "failed", "error": error}))
+            write_json(status, {"status": "failed", "error": error})
             return {"name": run.name, "status": "failed", "error": error, "result": None}
     seconds = time.perf_counter() - start  # in the worker: env creation, training, evaluation, files
-    status.write_text(json.dumps({"status": "done", "seconds": seconds}))
+    write_json(status, {"status": "done", "seconds": seconds})
     return {"name": run.name, "status": "done", "error": None, "result": result}
 
 
@@ -114,11 +120,34 @@ def _one_thread() -> None:
     threadpool_limits(1)
 
 
-def _init_worker() -> None:
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt while a run executes (its training loop turns it into
+    "checkpoint after this update and stop"); an idle pool worker ignores it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+_STOPPING: Any = None
+"""In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
+
+
+def _init_worker(stopping: Any = None) -> None:
     """Pool workers: one thread (see :func:`_one_thread`), die with the sweep (so a re-run never
-    races an orphan), leave SIGINT to the sweep process."""
+    races an orphan), and a session of their own: a terminal's Ctrl-C reaches the sweep process
+    alone, which passes one SIGINT to each run in flight (see :func:`run_local`)."""
+    global _STOPPING
+    _STOPPING = stopping
     _one_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        os.setsid()
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -126,13 +155,67 @@ def _init_worker() -> None:
 
 
 def run_local(runs: list[RunSpec], sweep_dir: Path, workers: int, done: Callable[[Outcome], None]) -> None:
-    """The runs in a pool of ``workers`` processes (each reused across runs)."""
-    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
-        pending = {pool.submit(execute, run, str(sweep_dir)) for run in runs}
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                done(future.result())
+    """The runs in a pool of ``workers`` processes (each reused across runs). SIGINT or SIGTERM to
+    the sweep (its own pid, or its process group) starts no further run and passes SIGINT to the
+    runs in flight, which checkpoint after their current update and stop; then KeyboardInterrupt."""
+    stopping = multiprocessing.get_context().Event()
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(stopping,))
+    try:
+        with _signals_interrupt():
+            pending = {pool.submit(execute, run, str(sweep_dir)) for run in runs}
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    done(_outcome(future))
+    except KeyboardInterrupt:
+        stopping.set()
+        _stop_in_flight(pool)
+        raise
+    pool.shutdown()
+
+
+def _outcome(future: Any) -> Outcome:
+    """A finished run's outcome; a run stopped by a signal stops the sweep too."""
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001  (a worker that died: recorded like a failed run)
+        return {"name": "?", "status": "failed", "error": f"{type(exc).__name__}: {one_line(exc)}", "result": None}
+
+
+def _stop_in_flight(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued runs, ask the running ones to checkpoint and stop, and wait for them."""
+    processes = list(getattr(pool, "_processes", {}).values())  # the executor's worker processes
+    pool.shutdown(wait=False, cancel_futures=True)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while they finish is ignored
+    try:
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError, OSError, ValueError):
+                os.kill(process.pid, signal.SIGINT)
+        for process in processes:
+            process.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt meanwhile (in the main thread), also where the
+    sweep was started with SIGINT ignored (a background job of a script), as a run's own loop does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | None, gpus_per_run: float,
@@ -173,7 +256,7 @@ class Progress:
     def __call__(self, outcome: Outcome) -> None:
         if outcome["status"] == "done":
             self.steps += int(outcome["result"].get("total_steps") or 0)
-        else:
+        elif outcome["status"] == "failed":
             self.failed += 1
         elapsed = time.perf_counter() - self.start
         self.bar.set_postfix_str(f"{self.steps / elapsed:,.0f} steps/s, {self.failed} failed", refresh=False)

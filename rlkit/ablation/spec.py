@@ -34,6 +34,7 @@ total_steps = 1024
 from __future__ import annotations
 
 import itertools
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -82,8 +83,36 @@ class SweepSpec:
     """The parsed TOML (what identifies the sweep, with the budget)."""
 
 
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
+"""A sweep name: one folder name on every filesystem (no path separators, not ``.`` or ``..``)."""
+
+
 def safe_name(text: str) -> str:
+    """``text`` as one folder name: every character outside ``A-Za-z0-9._+=,-`` becomes ``-``."""
     return re.sub(r"[^A-Za-z0-9._+=,-]", "-", text)
+
+
+def _refuse_shared_folders(runs: list[RunSpec], file: str) -> None:
+    """Two runs whose folder names are equal (or equal but for case, as on macOS and Windows
+    filesystems) would train into one folder: refused, naming both."""
+    seen: dict[str, RunSpec] = {}
+    for run in runs:
+        other = seen.setdefault(run.name.lower(), run)
+        if other is not run:
+            raise _fail(file, f"variants.{run.variant.split('[')[0]}",
+                        f"runs {other.variant!r} and {run.variant!r} ({run.env}, seed {run.seed}) would share the "
+                        f"run folder {run.name!r}; rename a variant or remove the repeated value")
+
+
+def _check_env_tables(data: dict[str, Any], file: str, envs: set[str]) -> None:
+    """``[env.X]`` and ``[reference.X]`` tables name envs of the spec (a typo would be ignored)."""
+    for key in ("env", "reference"):
+        tables = data.get(key, {})
+        if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
+            raise _fail(file, key, f"must be tables [{key}.\"ENV_ID\"] (the list of envs is `envs`)")
+        unknown = sorted(set(tables) - envs)
+        if unknown:
+            raise _fail(file, f"{key}.{unknown[0]}", f"not one of the spec's envs ({', '.join(sorted(envs))})")
 
 
 def _fail(path: str, key: str, message: str) -> ConfigError:
@@ -113,6 +142,7 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
             raise _fail(file, key, "required")
     if budget not in (None, "smoke"):
         raise ConfigError(f"--budget must be smoke, got {budget!r}")
+    full_envs = data["envs"] if isinstance(data["envs"], list) else []
     if budget == "smoke":
         smoke = data.get("smoke")
         if not isinstance(smoke, dict):
@@ -122,15 +152,21 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
             raise _fail(file, f"smoke.{sorted(bad)[0]}", "unknown key; allowed: envs, seeds or a TrainConfig field")
         data = {**data, **smoke}
     name, envs, seeds = data["name"], data["envs"], _seeds(data["seeds"], file)
-    if not isinstance(name, str) or not name or safe_name(name) != name:
-        raise _fail(file, "name", f"must be a plain name (letters, digits, . _ - +), got {name!r}")
-    if not isinstance(envs, list) or not envs or not all(isinstance(e, str) for e in envs):
+    if not isinstance(name, str) or not PLAIN_NAME.fullmatch(name):
+        raise _fail(file, "name", f"must be a plain folder name (a letter or digit, then letters, digits, "
+                                  f". _ - + = ,), got {name!r}")
+    if not isinstance(envs, list) or not envs or not all(isinstance(e, str) and e for e in envs):
         raise _fail(file, "envs", "must be a non-empty list of env ids")
+    repeated = next((e for i, e in enumerate(envs) if e in envs[:i]), None)
+    if repeated is not None:
+        raise _fail(file, "envs", f"{repeated!r} is listed twice (its runs would share one folder)")
     variants = data["variants"]
     if not isinstance(variants, dict) or not variants:
         raise _fail(file, "variants", "must be a non-empty table: name = { presets = [...], field = value }")
+    _check_env_tables(data, file, set(envs) | set(full_envs))
     grid = _grid(data.get("grid", {}), file)
     runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid)]
+    _refuse_shared_folders(runs, file)
     names = list(dict.fromkeys(r.variant for r in runs))
     baseline = data.get("baseline", names[0])
     if baseline not in names:
@@ -155,6 +191,10 @@ def _grid(grid: Any, file: str) -> list[dict[str, Any]]:
             raise _fail(file, f"grid.{key}", "not a TrainConfig field")
         if not isinstance(values, list) or not values:
             raise _fail(file, f"grid.{key}", "must be a non-empty list of values")
+        labels = [f"{v}" for v in values]
+        repeated = next((v for i, v in enumerate(labels) if v in labels[:i]), None)
+        if repeated is not None:
+            raise _fail(file, f"grid.{key}", f"value {repeated} is listed twice (its runs would share one folder)")
     keys = sorted(grid)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))] or [{}]
 
@@ -165,8 +205,9 @@ def _reference(ref: Any, file: str) -> dict[str, dict[str, float]]:
     out = {}
     for env, scores in ref.items():
         if not isinstance(scores, dict) or set(scores) != {"random", "reference"} or \
-                not all(isinstance(v, (int, float)) for v in scores.values()) or scores["reference"] == scores["random"]:
-            raise _fail(file, f"reference.{env}", "needs two different numbers: random and reference")
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                        for v in scores.values()) or scores["reference"] == scores["random"]:
+            raise _fail(file, f"reference.{env}", "needs two different finite numbers: random and reference")
         out[env] = {k: float(v) for k, v in scores.items()}
     return out
 
@@ -177,6 +218,8 @@ def _fields(table: dict[str, Any], file: str, where: str) -> tuple[list[str], di
         raise _fail(file, where, "must be a table")
     presets = table.get("presets", table.get("preset", []))
     presets = [presets] if isinstance(presets, str) else presets
+    if not isinstance(presets, list) or not all(isinstance(p, str) for p in presets):
+        raise _fail(file, where, f"presets must be a preset name or a list of them, got {presets!r}")
     for name in presets:
         if name not in PRESETS:
             raise _fail(file, where, f"unknown preset {name!r}; choose from {', '.join(PRESETS)}")
@@ -185,6 +228,21 @@ def _fields(table: dict[str, Any], file: str, where: str) -> tuple[list[str], di
         if key not in RUN_FIELDS:
             raise _fail(file, f"{where}.{key}", "not a TrainConfig field the spec may set")
     return list(presets), fields
+
+
+def _refuse_variant_options(record: dict[str, Any], own: dict[str, Any], file: str, variant: str) -> None:
+    """A reference implementation runs plain SB3 / sb3-contrib: a variant turned on for it (by a
+    preset or a field anywhere in the spec) or a variant option in its own table would be recorded
+    but not honoured, so it is refused. (Options at the top level that leave every variant off are
+    the rlkit variants' defaults and do not concern it.)"""
+    from rlkit.variants import registered, variant_fields
+
+    on = next((n for n in registered() if record.get(n) is True), None)
+    on = on or next((n for n in own if n in variant_fields()), None)
+    if on is not None:
+        value = record.get(on, own.get(on))
+        raise _fail(file, f"variants.{variant}", f"a reference implementation cannot honour {on} = {value!r}; "
+                                                 "set variant options on rlkit variants only")
 
 
 def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], variants: dict[str, Any],
@@ -208,5 +266,8 @@ def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], varia
                                  env=env, seed=seed)
                 except ConfigError as exc:
                     raise _fail(file, f"variants.{variant}", f"{env} seed {seed}: {exc}") from None
-                runs.append(RunSpec(label, env, seed, kind, cfg.to_dict()))
+                record = cfg.to_dict()
+                if kind != "rlkit":
+                    _refuse_variant_options(record, var_fields, file, variant)
+                runs.append(RunSpec(label, env, seed, kind, record))
     return runs

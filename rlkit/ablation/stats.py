@@ -43,8 +43,8 @@ def bootstrap_intervals(scores: dict, statistic: Any, reps: int, seed: int) -> t
 
 
 def final_scores(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: its last evaluation's mean return (``score``) and step."""
-    last = results.sort_values("step").groupby(["variant", "env", "seed"], as_index=False).last()
+    """One row per run: its last evaluation's mean return (``score``, NaN stays NaN) and step."""
+    last = results.sort_values("step", kind="stable").groupby(["variant", "env", "seed"]).tail(1)
     return last.rename(columns={"eval_return_mean": "score"})[["variant", "env", "seed", "step", "score"]]
 
 

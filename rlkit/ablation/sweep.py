@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
-from rlkit.ablation.results import claim_sweep_dir, write_tables
+from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, run_local, run_ray, run_state
 from rlkit.ablation.spec import load_spec
 from rlkit.errors import ConfigError
+from rlkit.gym.envs import check_env_id
 
 
 @dataclass(frozen=True)
@@ -28,9 +32,16 @@ class SweepSummary:
 
 def plan(spec_path: str, out: str | None = None, budget: str | None = None
          ) -> tuple[object, Path, list[tuple[object, str]]]:
-    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``, ``new``)."""
+    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``, ``new``).
+    Every env id is checked and an existing sweep directory must accept the spec (as the real run
+    would check it), before anything is written."""
     spec = load_spec(spec_path, budget)
+    for env in spec.envs:
+        check_env_id(env)
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
+    if sweep_dir.exists() and not sweep_dir.is_dir():
+        raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")
+    claim_sweep_dir(sweep_dir, spec, budget, write=False)
     states = [(run, run_state(sweep_dir, run)) for run in spec.runs]
     return spec, sweep_dir, states
 
@@ -41,22 +52,58 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
     """Run every unfinished run of the spec (see :mod:`rlkit.ablation.runner`); returns the counts."""
     if backend not in ("local", "ray"):
         raise ConfigError(f"--backend must be local or ray, got {backend!r}")
-    workers = workers or min(len(os_cpus()), 64)
-    if workers <= 0:
-        raise ConfigError(f"--workers must be positive, got {workers}")
-    spec, sweep_dir, states = plan(spec_path, out, budget)
-    claim_sweep_dir(sweep_dir, spec, budget)  # type: ignore[arg-type]
-    todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
-    bar = Progress(len(todo), spec.name, progress and sys.stderr.isatty())  # type: ignore[attr-defined]
-    try:
-        if todo and backend == "local":
-            run_local(todo, sweep_dir, min(workers, len(todo)), bar)
-        elif todo:
-            run_ray(todo, sweep_dir, workers, ray_address, gpus_per_run, bar)
-    finally:
-        bar.close()
-        done, failed, missing = write_tables(sweep_dir, spec)  # type: ignore[arg-type]
+    if workers is None:
+        workers = min(len(os_cpus()), 64)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
+        raise ConfigError(f"--workers must be a positive number of processes, got {workers!r}")
+    spec, sweep_dir, _ = plan(spec_path, out, budget)
+    with sweep_lock(sweep_dir):
+        claim_sweep_dir(sweep_dir, spec, budget)  # type: ignore[arg-type]
+        states = [(run, run_state(sweep_dir, run)) for run in spec.runs]  # type: ignore[attr-defined]
+        todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
+        bar = Progress(len(todo), spec.name, progress and sys.stderr.isatty())  # type: ignore[attr-defined]
+        try:
+            if todo and backend == "local":
+                run_local(todo, sweep_dir, min(workers, len(todo)), bar)
+            elif todo:
+                run_ray(todo, sweep_dir, workers, ray_address, gpus_per_run, bar)
+        finally:
+            bar.close()
+            done, failed, missing = write_tables(sweep_dir, spec)  # type: ignore[arg-type]
     return SweepSummary(str(sweep_dir), len(states), done, failed, missing, len(todo))
+
+
+@contextlib.contextmanager
+def sweep_lock(sweep_dir: Path) -> Iterator[None]:
+    """Hold the sweep directory for this process: a second ``rlkit sweep`` into the same directory
+    is refused in one line while this one runs (an OS lock: released when the process dies, even
+    by SIGKILL). Without ``fcntl`` (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    try:
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(sweep_dir / LOCK, "a+")
+    except OSError as exc:
+        raise ConfigError(f"cannot use {sweep_dir} as a sweep directory: {exc.strerror or exc}") from None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise ConfigError(f"{sweep_dir} is in use by another rlkit sweep ({holder}); wait for it to finish or "
+                              "stop it, then run this command again") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def os_cpus() -> list[int]:

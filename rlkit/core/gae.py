@@ -6,6 +6,7 @@ V(final observation); a termination does not; neither lets the recursion cross a
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -44,6 +45,9 @@ def compute_gae(
         ``delta_t = r_t + gamma * (1 - terminated_t) * next_values_t - values_t`` and
         ``A_t = delta_t + gamma * lam * (1 - done_t) * A_{t+1}``.
     """
+    for name, value in (("gamma", gamma), ("lam", lam)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"compute_gae: {name} must be a number in [0, 1], got {value!r}")
     rewards, values, next_values = (torch.as_tensor(x, dtype=torch.float32) if isinstance(x, np.ndarray) else x
                                     for x in (rewards, values, next_values))
     terminated, done = (torch.as_tensor(x, dtype=torch.bool) if isinstance(x, np.ndarray) else x

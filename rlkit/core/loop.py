@@ -9,7 +9,6 @@ and what follows an update, a checkpoint and the run; it composes a :class:`Lear
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import sys
 import threading
@@ -23,6 +22,7 @@ from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
 from rlkit.io.checkpoint import new_run_dir, run_dir_of
+from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
 
 
@@ -124,7 +124,7 @@ def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any]
     if resumed_at is None:
         first = {k: config[k] for k in lead if k in config}
         logger.hparams({"variant": variant, **first, **config}, metric_tags)
-        (run_dir / "config.json").write_text(json.dumps(dict(config), indent=1))
+        write_json(run_dir / "config.json", dict(config))
     return logger
 
 
@@ -239,5 +239,6 @@ def _update(steps: Steps, learner: Learner, progress: Progress, logger: Logger, 
 
 
 def write_result(run_dir: Path, result: Mapping[str, Any]) -> None:
-    """``result.json`` (what the CLI prints as one line)."""
-    (run_dir / "result.json").write_text(json.dumps(dict(result), indent=1))
+    """``result.json`` (what the CLI prints as one line), written atomically: a sweep counts a run
+    with a readable ``result.json`` as finished."""
+    write_json(run_dir / "result.json", dict(result))

@@ -8,7 +8,7 @@ from typing import Callable, NamedTuple
 import gymnasium as gym
 import numpy as np
 from rlkit.core.normalization import ObsNormalizer
-from rlkit.errors import CheckpointError, ObservationError, one_line
+from rlkit.errors import CheckpointError, ConfigError, ObservationError, one_line
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import check_env_id
 from rlkit.gym.policies import MLPActorCritic
@@ -40,6 +40,10 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
     cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
     an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
     the sweep's baselines) uses."""
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
+        raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
+        raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
     check_env_id(env_id)
     env = gym.make(env_id)
     cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP

@@ -1,0 +1,44 @@
+"""Small files that must never be seen half-written: JSON records of runs and sweeps.
+
+Every such file is written whole to a temporary file beside it and renamed over it, so a kill
+or a full disk at any moment leaves either the old file or the new one. Readers treat a missing
+or damaged file alike (:func:`read_json` returns None): a run whose ``result.json`` is damaged
+is "not finished" and resumes from its checkpoints instead of stopping a sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one rename (the temporary file carries the writer's pid,
+    so two processes writing the same file never share it)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | Path, value: Any, indent: int | None = 1) -> None:
+    """``value`` as JSON, written atomically."""
+    write_atomic(path, json.dumps(value, indent=indent))
+
+
+def read_json(path: str | Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable, damaged or not an object."""
+    try:
+        value = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
