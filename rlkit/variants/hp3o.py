@@ -199,6 +199,10 @@ class HP3OOptions:
         """One-line :class:`ConfigError` on an invalid or inconsistent HP3O setting."""
         for name in ("hp3o_buffer_size", "hp3o_trajectories", "hp3o_samples"):
             require_positive_int(self, name)
+        if self.hp3o_sampling == "paper" and self.hp3o_samples < self.hp3o_trajectories:
+            raise ConfigError(f"hp3o_samples={self.hp3o_samples} is smaller than hp3o_trajectories="
+                              f"{self.hp3o_trajectories}: paper sampling takes hp3o_samples // hp3o_trajectories = 0 "
+                              "transitions of each trajectory (an empty batch)")
         if self.hp3o_trajectories > self.hp3o_buffer_size:
             raise ConfigError(f"hp3o_trajectories={self.hp3o_trajectories} is larger than the buffer "
                               f"hp3o_buffer_size={self.hp3o_buffer_size}")
@@ -236,6 +240,10 @@ def check_gym(options: HP3OOptions, cfg: Any) -> None:
     if options.hp3o_samples % cfg.num_minibatches:
         raise ConfigError(f"num_minibatches={cfg.num_minibatches} does not divide the batch "
                           f"hp3o_samples={options.hp3o_samples}")
+    if cfg.norm_adv and options.hp3o_samples < 2 * cfg.num_minibatches:
+        raise ConfigError(f"num_minibatches={cfg.num_minibatches} makes minibatches of one sample of "
+                          f"hp3o_samples={options.hp3o_samples}, whose advantages cannot be normalized; use fewer "
+                          "minibatches or --no-norm-adv")
 
 
 def check_rlhf(options: HP3OOptions, cfg: Any) -> None:

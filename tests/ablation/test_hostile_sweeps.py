@@ -72,6 +72,10 @@ def test_runs_that_would_share_a_folder_are_refused(change):
     ({"variants": {"sb3:ppo": {"outer_lr": 1.5}}}, "outer_lr"), ({"variants": {"sb3:ppo": {"hp3o": True}}}, "hp3o"),
     ({"variants": {"sb3:ppo": {"presets": ["hp3o"]}}}, "variants.sb3:ppo"),
     ({"variants": {"x": {"num_envs": 2, "num_steps": 4, "num_minibatches": 8}}}, "minibatches of one sample"),
+    ({"variants": {"x": {"hp3o": True, "hp3o_samples": 6, "num_minibatches": 6, "hp3o_trajectories": 5}}},
+     "minibatches of one sample"),
+    ({"variants": {"x": {"hp3o": True, "hp3o_samples": 2, "num_minibatches": 1, "hp3o_trajectories": 5}}},
+     "hp3o_samples=2 is smaller"),
 ])
 def test_wrongly_typed_or_stray_spec_values_are_one_line_errors(change, key):
     with pytest.raises(ConfigError) as e:
