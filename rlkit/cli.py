@@ -188,15 +188,8 @@ def _sweep(argv: list[str]) -> int:
             print(f"{state:8} {run.name}  ({run.kind}, {run.config['total_steps']:,} steps)")
         print(f"{len(states)} runs in {sweep_dir}", file=sys.stderr)
         return 0
-    try:
-        summary = run_sweep(args.spec, args.out, args.workers, args.backend, args.ray_address, args.budget,
-                            args.retry_failed, args.gpus_per_run)
-    except KeyboardInterrupt:
-        again = " ".join(["rlkit sweep", args.spec] + (["--out", args.out] if args.out else [])
-                         + (["--budget", args.budget] if args.budget else []))
-        print(f"rlkit: interrupted; no further run started, the runs in flight checkpointed and stopped; "
-              f"continue with: {again}", file=sys.stderr)
-        return 130
+    summary = run_sweep(args.spec, args.out, args.workers, args.backend, args.ray_address, args.budget,
+                        args.retry_failed, args.gpus_per_run)
     print(json.dumps(summary.to_json()))
     if summary.failed:
         print(f"rlkit: {summary.failed} run(s) failed; see runs.csv and logs/ in {summary.sweep_dir} "
@@ -219,8 +212,13 @@ def _report(argv: list[str]) -> int:
 
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
+    from rlkit.ablation.sweep import SweepInterrupted
     from rlkit.core.loop import Interrupted
 
+    if isinstance(exc, SweepInterrupted):
+        print(f"rlkit: interrupted; no further run started, the runs in flight checkpointed and stopped; "
+              f"continue with: {exc.command}", file=sys.stderr)
+        return 130
     if isinstance(exc, Interrupted):
         name = signal.Signals(exc.signum).name
         print(f"rlkit: {name}: stopped after the update in flight; checkpoint {exc.checkpoint.name} written; "

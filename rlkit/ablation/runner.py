@@ -77,7 +77,7 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
     if _STOPPING is not None and _STOPPING.is_set():  # queued before the sweep was stopped
         return {"name": run.name, "status": "interrupted", "error": None, "result": None}
     start = time.perf_counter()
-    with _output_to(root / "logs" / f"{run.name}.log"), _interruptible():
+    with _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
         try:
             result = _train(run, run_dir)
         except KeyboardInterrupt:  # the sweep is stopping: the run resumes next time from its checkpoint
@@ -120,20 +120,6 @@ def _one_thread() -> None:
     threadpool_limits(1)
 
 
-@contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """SIGINT raises KeyboardInterrupt while a run executes (its training loop turns it into
-    "checkpoint after this update and stop"); an idle pool worker ignores it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 _STOPPING: Any = None
 """In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
 
@@ -161,27 +147,17 @@ def run_local(runs: list[RunSpec], sweep_dir: Path, workers: int, done: Callable
     stopping = multiprocessing.get_context().Event()
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(stopping,))
     try:
-        with _signals_interrupt():
+        with _interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute, run, str(sweep_dir)) for run in runs}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    done(_outcome(future))
+                    done(future.result())
     except KeyboardInterrupt:
         stopping.set()
         _stop_in_flight(pool)
         raise
     pool.shutdown()
-
-
-def _outcome(future: Any) -> Outcome:
-    """A finished run's outcome; a run stopped by a signal stops the sweep too."""
-    try:
-        return future.result()
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # noqa: BLE001  (a worker that died: recorded like a failed run)
-        return {"name": "?", "status": "failed", "error": f"{type(exc).__name__}: {one_line(exc)}", "result": None}
 
 
 def _stop_in_flight(pool: ProcessPoolExecutor) -> None:
@@ -200,9 +176,12 @@ def _stop_in_flight(pool: ProcessPoolExecutor) -> None:
 
 
 @contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
-    """SIGINT and SIGTERM raise KeyboardInterrupt meanwhile (in the main thread), also where the
-    sweep was started with SIGINT ignored (a background job of a script), as a run's own loop does."""
+def _interrupt_on(*signums: int) -> Iterator[None]:
+    """Each of ``signums`` raises KeyboardInterrupt meanwhile (in the main thread; elsewhere
+    nothing changes), also where the process was started with SIGINT ignored (a background job of
+    a script), as a run's own training loop does. A run executing in a worker takes SIGINT this
+    way (its training loop turns it into "checkpoint after this update and stop"); the sweep
+    process takes SIGINT and SIGTERM."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -210,7 +189,7 @@ def _signals_interrupt() -> Iterator[None]:
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.signal(s, interrupt) for s in signums}
     try:
         yield
     finally:

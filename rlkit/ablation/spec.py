@@ -163,6 +163,8 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
     variants = data["variants"]
     if not isinstance(variants, dict) or not variants:
         raise _fail(file, "variants", "must be a non-empty table: name = { presets = [...], field = value }")
+    if "" in variants or any(not n.strip() for n in variants):
+        raise _fail(file, "variants", "a variant needs a name (letters, digits, . _ - +)")
     _check_env_tables(data, file, set(envs) | set(full_envs))
     grid = _grid(data.get("grid", {}), file)
     runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid)]

@@ -11,7 +11,7 @@ from typing import Iterator
 
 from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, run_local, run_ray, run_state
-from rlkit.ablation.spec import load_spec
+from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import check_env_id
 
@@ -30,11 +30,27 @@ class SweepSummary:
         return dict(self.__dict__)
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped a sweep: no further run started, the runs in flight checkpointed."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(command)
+        self.command = command
+        """The command that continues the sweep."""
+
+
 def plan(spec_path: str, out: str | None = None, budget: str | None = None
-         ) -> tuple[object, Path, list[tuple[object, str]]]:
-    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``, ``new``).
-    Every env id is checked and an existing sweep directory must accept the spec (as the real run
-    would check it), before anything is written."""
+         ) -> tuple[SweepSpec, Path, list[tuple[RunSpec, str]]]:
+    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``, ``new``)."""
+    spec, sweep_dir = _checked(spec_path, out, budget)
+    return spec, sweep_dir, [(run, run_state(sweep_dir, run)) for run in spec.runs]
+
+
+def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[SweepSpec, Path]:
+    """The spec and its directory; every env id is checked and an existing sweep directory must
+    accept the spec (as the real run checks it again under the lock), before anything is written."""
+    if out is not None and not str(out).strip():
+        raise ConfigError("--out must name a directory, got an empty path")
     spec = load_spec(spec_path, budget)
     for env in spec.envs:
         check_env_id(env)
@@ -42,8 +58,7 @@ def plan(spec_path: str, out: str | None = None, budget: str | None = None
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")
     claim_sweep_dir(sweep_dir, spec, budget, write=False)
-    states = [(run, run_state(sweep_dir, run)) for run in spec.runs]
-    return spec, sweep_dir, states
+    return spec, sweep_dir
 
 
 def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None, backend: str = "local",
@@ -56,20 +71,24 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
         workers = min(len(os_cpus()), 64)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
         raise ConfigError(f"--workers must be a positive number of processes, got {workers!r}")
-    spec, sweep_dir, _ = plan(spec_path, out, budget)
+    spec, sweep_dir = _checked(spec_path, out, budget)
     with sweep_lock(sweep_dir):
-        claim_sweep_dir(sweep_dir, spec, budget)  # type: ignore[arg-type]
-        states = [(run, run_state(sweep_dir, run)) for run in spec.runs]  # type: ignore[attr-defined]
+        claim_sweep_dir(sweep_dir, spec, budget)
+        states = [(run, run_state(sweep_dir, run)) for run in spec.runs]
         todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
-        bar = Progress(len(todo), spec.name, progress and sys.stderr.isatty())  # type: ignore[attr-defined]
+        bar = Progress(len(todo), spec.name, progress and sys.stderr.isatty())
         try:
             if todo and backend == "local":
                 run_local(todo, sweep_dir, min(workers, len(todo)), bar)
             elif todo:
                 run_ray(todo, sweep_dir, workers, ray_address, gpus_per_run, bar)
+        except KeyboardInterrupt:
+            again = ["rlkit sweep", spec_path, *(["--out", out] if out else []),
+                     *(["--budget", budget] if budget else [])]
+            raise SweepInterrupted(" ".join(again)) from None
         finally:
             bar.close()
-            done, failed, missing = write_tables(sweep_dir, spec)  # type: ignore[arg-type]
+            done, failed, missing = write_tables(sweep_dir, spec)
     return SweepSummary(str(sweep_dir), len(states), done, failed, missing, len(todo))
 
 

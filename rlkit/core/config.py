@@ -115,6 +115,17 @@ def _is_number(value: object) -> bool:
     return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**1023)
 
 
+def require_minibatches(batch: int, num_minibatches: int, norm_adv: bool, batch_name: str) -> None:
+    """One-line :class:`ConfigError` unless ``num_minibatches`` splits a batch of ``batch`` samples
+    (named ``batch_name``) evenly, into at least two samples each when advantages are normalized
+    per minibatch (the std of one value is undefined)."""
+    if batch % num_minibatches:
+        raise ConfigError(f"num_minibatches={num_minibatches} does not divide the batch {batch_name}={batch}")
+    if norm_adv and batch < 2 * num_minibatches:
+        raise ConfigError(f"num_minibatches={num_minibatches} makes minibatches of one sample of {batch_name}="
+                          f"{batch}, whose advantages cannot be normalized; use fewer minibatches or --no-norm-adv")
+
+
 def require_seed(seed: object) -> None:
     """Seeds are integers in [0, 2**32) (what numpy, torch and Gymnasium all accept)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlkit.core.config import ComposedConfig, PPOConfig, deferred_validation, flat_init, require_positive_int
+from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, flat_init, require_minibatches,
+                               require_positive_int)
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
 from rlkit.variants import VariantGroups, variant_presets
@@ -75,14 +76,8 @@ class TrainConfig(ComposedConfig):
         for name in ("eval_episodes", "eval_every", "eval_max_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        own_batch = not any(v.replaces_batch for v in self.variants.enabled())
-        if self.batch_size % self.num_minibatches and own_batch:
-            raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide the batch "
-                              f"num_envs*num_steps={self.batch_size}")
-        if self.norm_adv and own_batch and self.batch_size < 2 * self.num_minibatches:
-            raise ConfigError(f"num_minibatches={self.num_minibatches} makes minibatches of one sample, whose "
-                              "advantages cannot be normalized (the std of one value); use fewer minibatches "
-                              "or --no-norm-adv")
+        if not any(v.replaces_batch for v in self.variants.enabled()):
+            require_minibatches(self.batch_size, self.num_minibatches, self.norm_adv, "num_envs*num_steps")
         self.variants.require_supported("gym", self)
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "

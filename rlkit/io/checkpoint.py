@@ -21,6 +21,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
+from rlkit.io.files import write_json
 
 log = logging.getLogger("rlkit")
 
@@ -43,9 +44,7 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
         (tmp / "state.json").write_text(json.dumps(state, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
-        pointer = root / f".{LATEST}.tmp"
-        pointer.write_text(json.dumps({"checkpoint": name}))
-        os.replace(pointer, root / LATEST)
+        write_json(root / LATEST, {"checkpoint": name}, indent=None)
     except Exception as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)

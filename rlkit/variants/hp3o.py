@@ -19,7 +19,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import numpy as np
 import torch
 
-from rlkit.core.config import require_positive_int
+from rlkit.core.config import require_minibatches, require_positive_int
 from rlkit.errors import ConfigError
 from rlkit.variants.base import Passes, VariantState
 from rlkit.variants.hp3o_episodes import EpisodeAdapter
@@ -237,13 +237,7 @@ def build_rlhf(options: HP3OOptions, ctx: PlugContext) -> Plug:
 
 
 def check_gym(options: HP3OOptions, cfg: Any) -> None:
-    if options.hp3o_samples % cfg.num_minibatches:
-        raise ConfigError(f"num_minibatches={cfg.num_minibatches} does not divide the batch "
-                          f"hp3o_samples={options.hp3o_samples}")
-    if cfg.norm_adv and options.hp3o_samples < 2 * cfg.num_minibatches:
-        raise ConfigError(f"num_minibatches={cfg.num_minibatches} makes minibatches of one sample of "
-                          f"hp3o_samples={options.hp3o_samples}, whose advantages cannot be normalized; use fewer "
-                          "minibatches or --no-norm-adv")
+    require_minibatches(options.hp3o_samples, cfg.num_minibatches, cfg.norm_adv, "hp3o_samples")
 
 
 def check_rlhf(options: HP3OOptions, cfg: Any) -> None:

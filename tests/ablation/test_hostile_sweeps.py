@@ -62,7 +62,8 @@ def test_runs_that_would_share_a_folder_are_refused(change):
 
 
 @pytest.mark.parametrize("change,key", [
-    ({"name": "."}, "name"), ({"name": ".."}, "name"), ({"name": "-x"}, "name"),
+    ({"name": "."}, "name"), ({"name": ".."}, "name"), ({"name": "-x"}, "name"), ({"variants": {"": {}}}, "variants"),
+    ({"variants": {" ": {}}}, "variants"),
     ({"variants": {"x": {"presets": 5}}}, "variants.x"), ({"variants": {"x": {"outer_lr": "1.5"}}}, "outer_lr"),
     ({"variants": {"x": {"hp3o": "false"}}}, "hp3o"), ({"grid": {"clip_coef": [0.1, "x"]}}, "clip_coef"),
     ({"env": "CartPole-v1"}, "env"), ({"env": {"Hopper-v5": {"ent_coef": 0.0}}}, "env.Hopper-v5"),
@@ -94,7 +95,7 @@ def test_an_unknown_env_is_refused_before_anything_is_written(tmp_path, capsys):
 
 @pytest.mark.parametrize("flags,words", [
     (["--workers", "0"], "--workers"), (["--workers", "-1"], "--workers"), (["--workers", "x"], "--workers"),
-    (["--backend", "slurm"], "--backend"), (["--bogus"], "--bogus"),
+    (["--backend", "slurm"], "--backend"), (["--bogus"], "--bogus"), (["--out", ""], "--out"),
 ])
 def test_bad_sweep_flags_are_one_line(tmp_path, capsys, flags, words):
     out = tmp_path / "out"
