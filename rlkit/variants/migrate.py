@@ -10,7 +10,6 @@ variants were plug-ins, HP3O's stored trajectories had keys of their own.
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple, TypeVar
 
 import torch
@@ -18,6 +17,7 @@ import torch
 from rlkit.core.config import flat_field_names
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.io.checkpoint import find_resume_point, load_checkpoint, refuse_changes, require_state, run_dir_of
+from rlkit.io.files import read_json
 
 C = TypeVar("C")
 COMMANDS = {"gym": "rlkit train", "rlhf": "rlkit rlhf"}
@@ -70,13 +70,9 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
 
 def _fresh_record(path: str) -> dict[str, Any]:
     """The ``config.json`` of a Gymnasium run that never completed a checkpoint."""
-    file = run_dir_of(path) / "config.json"
-    try:
-        record = json.loads(file.read_text())
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"cannot resume {path!r}: no checkpoint and an unreadable config.json ({exc})") from None
-    if not isinstance(record, dict):
-        raise CheckpointError(f"cannot resume {path!r}: no checkpoint and config.json is not a config")
+    record = read_json(run_dir_of(path) / "config.json")
+    if record is None:
+        raise CheckpointError(f"cannot resume {path!r}: no checkpoint, and its config.json is missing or damaged")
     if "iterations" in record and "total_steps" not in record:
         raise ConfigError(f"{path!r} is an RLHF run; continue it with: rlkit rlhf --resume {path}")
     return record
