@@ -169,6 +169,9 @@ def _run_row(sweep_dir: Path, run: Any) -> tuple[dict[str, Any], list[dict[str, 
     status = sweep_dir / "status" / f"{run.name}.json"
     recorded = read_json(status) or {}
     res = read_json(run_dir / "result.json")
+    if res is not None and run.past_budget(res):
+        row.update(status="failed", error=run.past_budget(res))
+        return row, []
     if res is not None:
         sps = res.get("steps_per_second") or 0.0
         row.update(status="done", final_return=res.get("eval_return_mean"), total_steps=res.get("total_steps"),

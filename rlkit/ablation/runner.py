@@ -39,10 +39,12 @@ Outcome = dict[str, Any]
 
 
 def run_state(sweep_dir: Path, run: RunSpec) -> str:
-    """``done``, ``failed``, ``partial`` (started, not finished) or ``new``."""
+    """``done``, ``failed``, ``extended`` (finished past the spec's budget, by hand: never run
+    again, nothing overwritten), ``partial`` (started, not finished) or ``new``."""
     run_dir = sweep_dir / "runs" / run.name
-    if read_json(run_dir / "result.json") is not None:
-        return "done"
+    result = read_json(run_dir / "result.json")
+    if result is not None:
+        return "extended" if run.past_budget(result) else "done"
     status = read_json(sweep_dir / "status" / f"{run.name}.json") or {}
     if status.get("status") == "failed":
         return "failed"

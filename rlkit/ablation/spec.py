@@ -69,6 +69,16 @@ class RunSpec:
         """The run's folder name (one path component)."""
         return safe_name(f"{self.variant}__{self.env}__s{self.seed}")
 
+    def past_budget(self, result: dict[str, Any]) -> str | None:
+        """Why a finished run's ``result`` is not this run's (it trained more than one rollout past
+        the spec's ``total_steps``: extended by hand after the sweep), or None when it is."""
+        steps, budget = result.get("total_steps"), int(self.config["total_steps"])
+        rollout = int(self.config.get("num_envs", 1)) * int(self.config.get("num_steps", 1))
+        if isinstance(steps, (int, float)) and steps > budget + rollout:
+            return (f"trained {int(steps)} env steps, past the spec's total_steps={budget} (extended outside the "
+                    "sweep): not this sweep's result; move the run out of runs/ to train it again")
+        return None
+
 
 @dataclass(frozen=True)
 class SweepSpec:

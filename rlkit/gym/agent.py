@@ -12,7 +12,7 @@ from rlkit.errors import CheckpointError, ConfigError, ObservationError, one_lin
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import check_env_id
 from rlkit.gym.policies import MLPActorCritic
-from rlkit.io.checkpoint import load_checkpoint
+from rlkit.io.checkpoint import load_checkpoint, require_state
 
 
 DEFAULT_EVAL_CAP = 10_000
@@ -107,7 +107,11 @@ class Agent:
     @classmethod
     def load(cls, run_dir: str | Path) -> tuple["Agent", TrainConfig]:
         """The agent saved in a run directory (latest checkpoint) and its config."""
-        tensors, state, ckpt = load_checkpoint(run_dir, ("config", "obs_norm"))
+        tensors, state, ckpt = load_checkpoint(run_dir, ("config",))
+        if state.get("trainer") == "rlhf":
+            raise ConfigError(f"{str(run_dir)!r} is an RLHF run; Agent.load and rlkit eval read Gymnasium runs "
+                              "(an RLHF run's policy is in its checkpoints and policy.safetensors)")
+        require_state(str(ckpt), state, ("obs_norm",))
         cfg = TrainConfig.from_dict(state["config"])
         check_env_id(cfg.env)
         env = gym.make(cfg.env)

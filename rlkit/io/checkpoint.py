@@ -114,14 +114,45 @@ def checkpoint_candidates(path: str | Path) -> list[Path]:
     except (OSError, ValueError, KeyError, TypeError):
         pass  # no pointer, or a garbled one: fall back to the folders themselves
     others = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True)
-    return [p for p in dict.fromkeys(named + others) if p.is_dir()]
+    return [p for p in dict.fromkeys(named + others) if _holds_checkpoint(p)]
+
+
+def _holds_checkpoint(folder: Path) -> bool:
+    """A checkpoint folder holds its state or its tensors (either may be damaged)."""
+    return (folder / "state.json").is_file() or (folder / "tensors.safetensors").is_file()
+
+
+def no_checkpoint_error(path: str | Path) -> CheckpointError:
+    """The one-line error for a ``path`` with no checkpoint, saying what the folder is instead:
+    a sweep directory, a folder of runs, an RLHF run's final policy or nothing at all."""
+    folder = Path(path)
+    runs = _runs_in(folder)
+    if (folder / "manifest.json").is_file() and (folder / "runs").is_dir():
+        why = f"it is a sweep directory; give one of its runs: {folder / 'runs' / '<run>'}"
+    elif runs:
+        why = f"it holds {len(runs)} run(s), e.g. {folder / runs[0]}"
+    elif (folder / "policy.safetensors").is_file():
+        why = "it is an RLHF run without checkpoints (its final policy is policy.safetensors)"
+    elif not folder.exists():
+        why = "no such folder"
+    else:
+        why = "expected a run directory with checkpoints/"
+    return CheckpointError(f"no checkpoint found at {str(path)!r}: {why}")
+
+
+def _runs_in(folder: Path) -> list[str]:
+    """Names of the run directories (with checkpoints or a ``config.json``) directly in ``folder``."""
+    try:
+        return sorted(p.name for p in folder.iterdir() if (p / "checkpoints").is_dir() or (p / "config.json").is_file())
+    except OSError:
+        return []
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
     """The newest checkpoint folder at ``path`` (not verified; :func:`load_checkpoint` verifies)."""
     candidates = checkpoint_candidates(path)
     if not candidates:
-        raise CheckpointError(f"no checkpoint found at {str(path)!r} (expected a run directory with checkpoints/)")
+        raise no_checkpoint_error(path)
     return candidates[0]
 
 
@@ -144,7 +175,7 @@ def load_checkpoint(path: str | Path, required: tuple[str, ...] = ("config",)
     damaged (logged as a warning), a one-line :class:`CheckpointError` when none is."""
     candidates = checkpoint_candidates(path)
     if not candidates:
-        raise CheckpointError(f"no checkpoint found at {str(path)!r} (expected a run directory with checkpoints/)")
+        raise no_checkpoint_error(path)
     errors = []
     for ckpt in candidates:
         try:

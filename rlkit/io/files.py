@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rlkit.errors import ConfigError
+
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one rename (the temporary file carries the writer's pid,
@@ -42,3 +44,22 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def read_lines(path: str | Path, what: str) -> list[tuple[int, str]]:
+    """``(line number, line)`` of every non-blank line of the UTF-8 text file ``path``; a missing
+    file, a folder or a binary file is a one-line :class:`ConfigError` naming ``what`` it should be."""
+    file = Path(path)
+    if file.is_dir():
+        raise ConfigError(f"{what} {str(path)!r} is a folder, not a file")
+    if not file.is_file():
+        raise ConfigError(f"{what} {str(path)!r} not found")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {str(path)!r} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
+    if "\x00" in text:
+        raise ConfigError(f"{what} {str(path)!r} is not text (it holds NUL bytes)")
+    return [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]

@@ -12,6 +12,7 @@ from typing import Any, Iterator, NamedTuple
 import torch
 
 from rlkit.errors import ConfigError, one_line
+from rlkit.io.files import read_lines
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.models import check_same_vocabulary, load_model, load_tokenizer
 from rlkit.rlhf.reward_model import RewardModelScorer
@@ -20,14 +21,8 @@ from rlkit.rlhf.score_norm import NORMALIZATION_FILE, ScoreNormalization
 
 def read_prompts(path: str) -> list[str]:
     """Prompts from a .txt (one per line) or .jsonl (``{"prompt": "..."}`` per line) file."""
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"prompt file {path!r} not found")
-    try:
-        lines = [(i + 1, line) for i, line in enumerate(file.read_text().splitlines()) if line.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read prompt file {path!r}: {exc}") from None
-    prompts = [_jsonl_prompt(path, i, line) for i, line in lines] if file.suffix == ".jsonl" else [x for _, x in lines]
+    lines = read_lines(path, "prompt file")
+    prompts = [_jsonl_prompt(path, i, line) for i, line in lines] if Path(path).suffix == ".jsonl" else [x for _, x in lines]
     if not prompts:
         raise ConfigError(f"prompt file {path!r} is empty")
     return prompts

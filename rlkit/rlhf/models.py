@@ -17,10 +17,24 @@ ModelKind = Literal["causal-lm", "reward-model", "backbone", "seq-cls"]
 
 
 def _check_local(name_or_path: str) -> None:
+    if name_or_path and Path(name_or_path).expanduser().exists():
+        return
     looks_like_path = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
-    if not name_or_path or (looks_like_path and not Path(name_or_path).expanduser().exists()):
-        raise LLMEnvError(f"cannot load model {name_or_path!r}: no such folder (rlkit loads local folders or "
-                          "the local hub cache only; nothing is downloaded)")
+    if not name_or_path or looks_like_path or not _in_hub_cache(name_or_path):
+        raise LLMEnvError(f"cannot load model {name_or_path!r}: no such folder, nor a model of that name in the "
+                          "local hub cache (rlkit loads local folders or the local hub cache only; nothing is "
+                          "downloaded)")
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    """Whether the local hub cache holds ``repo_id`` (its ``config.json`` or tokenizer files)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return any(isinstance(try_to_load_from_cache(repo_id, f), str)
+                   for f in ("config.json", "tokenizer_config.json", "tokenizer.json"))
+    except Exception:  # an invalid repo id (the hub's validators raise their own error types)
+        return False
 
 
 def load_model(name_or_path: str, kind: ModelKind = "causal-lm", dtype: torch.dtype = torch.float32,
@@ -39,6 +53,11 @@ def load_model(name_or_path: str, kind: ModelKind = "causal-lm", dtype: torch.dt
         model, info = cls.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError... by case
         raise LLMEnvError(f"cannot load model {name_or_path!r}: {one_line(exc)}") from None
+    if kind == "causal-lm" and info.get("missing_keys"):
+        arch = ", ".join(getattr(model.config, "architectures", None) or ["unknown"])
+        missing = sorted(info["missing_keys"])
+        raise LLMEnvError(f"{name_or_path!r} is not a trained causal language model (architecture {arch}): "
+                          f"{len(missing)} weight(s) would start untrained ({missing[0]}...)")
     if kind in ("reward-model", "seq-cls"):
         if any(key.split(".")[0] in ("score", "classifier") for key in info.get("missing_keys", [])):
             arch = ", ".join(getattr(model.config, "architectures", None) or ["unknown"])

@@ -24,6 +24,7 @@ import numpy as np
 from rlkit.core.config import require_seed
 from rlkit.core.device import check_device, torch_device
 from rlkit.errors import ConfigError, LLMEnvError
+from rlkit.io.files import read_lines
 from rlkit.rlhf.models import load_model, load_tokenizer
 from rlkit.rlhf.score_norm import ScoreNormalization
 
@@ -89,18 +90,13 @@ class RMResult:
 
 
 def read_pairs(path: str) -> list[dict[str, str]]:
-    file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"preference file {path!r} not found")
     pairs = []
-    for i, line in enumerate(file.read_text().splitlines()):
-        if not line.strip():
-            continue
+    for i, line in read_lines(path, "preference file"):
         try:
             row = json.loads(line)
             pairs.append({k: str(row[k]) for k in ("prompt", "chosen", "rejected")})
         except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path}:{i + 1}: expected a JSON object with prompt, chosen, rejected ({exc})") from None
+            raise ConfigError(f"{path}:{i}: expected a JSON object with prompt, chosen, rejected ({exc})") from None
     if len(pairs) < 2:
         raise ConfigError(f"preference file {path!r} needs at least 2 pairs, has {len(pairs)}")
     return pairs

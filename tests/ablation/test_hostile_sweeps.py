@@ -135,6 +135,23 @@ def test_damaged_result_and_status_files_count_as_not_finished(tmp_path):
     assert write_tables(out, spec) == (0, 0, 2)
 
 
+def test_a_run_extended_by_hand_is_not_counted_as_the_sweeps_and_is_left_as_it_is(tmp_path):
+    out = tmp_path / "out"
+    spec = expand(BASE)
+    claim_sweep_dir(out, spec, None)
+    first, second = spec.runs
+    for run, steps in ((first, 1024), (second, 4096)):  # the second resumed by hand with --total-steps 4096
+        (out / "runs" / run.name).mkdir()
+        write_atomic(out / "runs" / run.name / "result.json", json.dumps({"total_steps": steps,
+                                                                            "eval_return_mean": 20.0}))
+    assert run_state(out, first) == "done" and run_state(out, second) == "extended"
+    assert write_tables(out, spec) == (1, 1, 0)
+    rows = (out / "runs.csv").read_text().splitlines()
+    assert "past the spec's total_steps=1024" in next(r for r in rows if second.name in r)
+    assert main(["sweep", spec_file(tmp_path), "--out", str(out), "--retry-failed"]) == 1  # nothing re-run
+    assert read_json(out / "runs" / second.name / "result.json")["total_steps"] == 4096
+
+
 def test_a_damaged_manifest_is_one_line_and_left_as_it_is(tmp_path, capsys):
     out = tmp_path / "out"
     claim_sweep_dir(out, expand(BASE), None)
@@ -302,3 +319,11 @@ def test_the_python_api_refuses_impossible_arguments():
     with pytest.raises(ValueError, match="lam"):
         compute_gae(zeros, zeros, zeros, flags, flags, gamma=0.99, lam=-0.1)
     assert compute_gae(zeros, zeros, zeros, flags, flags, gamma=1.0, lam=0.0).advantages.shape == (2, 1)
+
+
+def test_eval_of_a_sweep_directory_names_its_runs_not_damaged_checkpoints(tmp_path, capsys):
+    out = tmp_path / "out"
+    claim_sweep_dir(out, expand(BASE), None)
+    assert main(["eval", str(out)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("rlkit: error:") and "sweep directory" in line and "unreadable" not in line

@@ -135,3 +135,40 @@ def test_a_damaged_rlhf_checkpoint_is_one_line(models, tmp_path, capsys):
     capsys.readouterr()
     gym_line = one_error(capsys, main(["train", "--resume", str(tmp_path / "runs" / "r")]))
     assert "unreadable checkpoint" in gym_line
+
+
+def test_a_reward_model_as_the_policy_is_refused(models, tmp_path, capsys):
+    _, rm, prompts = models
+    line = one_error(capsys, main(rlhf_args(rm, rm, prompts, tmp_path)))
+    assert "not a trained causal language model" in line and "lm_head" in line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_policy_name_neither_folder_nor_cached_says_so_without_the_hub(models, tmp_path, capsys, monkeypatch):
+    _, rm, prompts = models
+    monkeypatch.chdir(tmp_path)
+    line = one_error(capsys, main(rlhf_args("polcy", rm, prompts, tmp_path)))
+    assert "no such folder, nor a model of that name in the local hub cache" in line
+    assert "huggingface.co" not in capsys.readouterr().err
+
+
+def test_folders_and_binary_files_as_prompts_or_preferences_are_one_line(models, tmp_path, capsys):
+    policy, rm, _ = models
+    assert "is a folder, not a file" in one_error(capsys, main(rlhf_args(policy, rm, policy, tmp_path)))
+    binary = tmp_path / "prefs.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    line = one_error(capsys, main(["rm", "train", "--backbone", str(policy), "--data", str(binary),
+                                   "--output", str(tmp_path / "out")]))
+    assert "not UTF-8 text" in line and not (tmp_path / "out").exists()
+    nul = tmp_path / "nul.txt"
+    nul.write_text("the movie\x00was\n")
+    assert "NUL" in one_error(capsys, main(rlhf_args(policy, rm, nul, tmp_path)))
+
+
+def test_eval_of_an_rlhf_run_or_a_folder_of_runs_says_what_it_is(models, tmp_path, capsys):
+    policy, rm, prompts = models
+    assert main(rlhf_args(policy, rm, prompts, tmp_path, "--checkpoint-every", "1")) == 0
+    run = next((tmp_path / "runs").iterdir())
+    capsys.readouterr()
+    assert "is an RLHF run" in one_error(capsys, main(["eval", str(run)]))
+    assert "holds 1 run(s)" in one_error(capsys, main(["eval", str(tmp_path / "runs")]))
