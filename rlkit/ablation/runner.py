@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator
 
 from tqdm import tqdm
 
+from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.files import read_json, write_json
@@ -208,10 +209,11 @@ def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | N
     except ImportError:
         raise ConfigError("--backend ray needs the optional extra: pip install 'rlkit[ray]'") from None
     started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+    reaper = start_reaper() if started and address is None and os.name == "posix" else None
     try:
+        if started:
+            ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
         task = ray.remote(num_cpus=1, num_gpus=gpus_per_run)(_ray_execute)
         pending = [task.remote(asdict(run), str(sweep_dir)) for run in runs]
         while pending:
@@ -220,6 +222,8 @@ def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | N
     finally:
         if started:
             ray.shutdown()
+        if reaper is not None:
+            stop_reaper(reaper)
 
 
 def _ray_execute(run: dict[str, Any], sweep_dir: str) -> Outcome:
