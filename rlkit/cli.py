@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import tyro
 
 from rlkit.core.config import deferred_validation, flat_field_names
+from rlkit.core.loop import stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
@@ -242,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] in (["-h"], ["--help"]) or not argv or argv[0] not in commands:
             return _usage(ok=argv[:1] in (["-h"], ["--help"]))
-        return commands[argv[0]](argv[1:])
+        # A run owns SIGINT/SIGTERM from its start-up on (env workers, model loading): see stop_on_signals.
+        with stop_on_signals() if argv[0] in ("train", "rlhf") else contextlib.nullcontext():
+            return commands[argv[0]](argv[1:])
     except RlkitError as exc:
         print(f"rlkit: error: {exc}", file=sys.stderr)
         return 2

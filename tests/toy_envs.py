@@ -109,6 +109,20 @@ class DyingWorker(IdentityDiscrete):
         return super().step(action)
 
 
+class SlowStart(IdentityDiscrete):
+    """Takes 2 s to construct, first appending a line to the file named by ``RLKIT_TEST_MARKER``."""
+
+    def __init__(self) -> None:
+        import os
+        import time
+
+        super().__init__()
+        if os.environ.get("RLKIT_TEST_MARKER"):
+            with open(os.environ["RLKIT_TEST_MARKER"], "a") as f:
+                f.write("start\n")
+        time.sleep(2.0)
+
+
 class ImageObs(IdentityDiscrete):
     def __init__(self) -> None:
         super().__init__()
@@ -126,6 +140,7 @@ def register_all() -> None:
         "rlkit-test/NoneObs-v0": ("NoneObs", {}),
         "rlkit-test/DyingWorker-v0": ("DyingWorker", {}),
         "rlkit-test/ImageObs-v0": ("ImageObs", {}),
+        "rlkit-test/SlowStart-v0": ("SlowStart", {}),
     }
     for env_id, (cls, kwargs) in specs.items():
         if env_id not in gym.registry:

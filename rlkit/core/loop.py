@@ -140,10 +140,19 @@ class _StopRequest:
     signum: int | None = None
 
 
+_ACTIVE: list[_StopRequest] = []
+"""The request of the outermost :func:`stop_on_signals` in effect (signal handlers are per process)."""
+
+
 @contextlib.contextmanager
-def _stop_on_signals() -> Iterator[_StopRequest]:
-    """The first SIGINT or SIGTERM asks the loop to stop after the update in flight (and write a
-    checkpoint); a second one stops at once. Only the main thread can own signal handlers."""
+def stop_on_signals() -> Iterator[_StopRequest]:
+    """The first SIGINT or SIGTERM asks the run to stop after the update in flight (and write a
+    checkpoint); a second one stops at once. Nested uses share the outermost request: the CLI
+    enters it before a run's start-up (env workers, model loading), so a signal then is honoured
+    at the first update rather than lost. Only the main thread can own signal handlers."""
+    if _ACTIVE:
+        yield _ACTIVE[0]
+        return
     request = _StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
@@ -155,9 +164,11 @@ def _stop_on_signals() -> Iterator[_StopRequest]:
         request.signum = signum
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    _ACTIVE.append(request)
     try:
         yield request
     finally:
+        _ACTIVE.remove(request)
         for s, previous in old.items():
             signal.signal(s, previous)
 
@@ -203,10 +214,11 @@ def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logg
     run, though not bit-identical to an uninterrupted one (the checkpoint starts new episodes)."""
     bar = tqdm(total=schedule.progress_total, initial=progress.env_steps, unit="step", dynamic_ncols=True,
                disable=not (progress_bar and schedule.progress_total and sys.stderr.isatty()))
-    with _stop_on_signals() as stop:
+    with stop_on_signals() as stop:
         try:
             while progress.updates_done < schedule.num_updates:
-                _update(steps, learner, progress, logger, schedule, bar)
+                if stop.signum is None:  # a signal during start-up stops before the first update
+                    _update(steps, learner, progress, logger, schedule, bar)
                 if schedule.checkpoint_due(progress.updates_done) or stop.signum is not None:
                     logger.flush()
                     checkpoint = steps.save()

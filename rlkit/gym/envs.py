@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import signal
-import threading
-from typing import Any, Iterator
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,20 +28,16 @@ def check_env_id(env_id: str) -> None:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
 
 
-@contextlib.contextmanager
-def _workers_ignore_signals() -> Iterator[None]:
-    """Subprocess workers started inside inherit SIGINT and SIGTERM as ignored: an interrupt
-    reaches the trainer alone, which finishes its update, checkpoints and closes the workers
-    (a worker killed mid-step would leave the trainer waiting or reading a broken pipe)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in old.items():
-            signal.signal(s, handler)
+def _signal_free_worker(*args: Any) -> None:
+    """Gymnasium's subprocess worker, ignoring SIGINT and SIGTERM: an interrupt (Ctrl-C reaches
+    the whole process group) is the trainer's alone, which finishes its update, checkpoints and
+    closes the workers (a worker killed mid-step would leave the trainer waiting or reading a broken
+    pipe). Set in the worker itself, so the trainer never ignores a signal, whatever the start method."""
+    from gymnasium.vector.async_vector_env import _async_worker
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+    _async_worker(*args)
 
 
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwargs: Any) -> gym.vector.VectorEnv:
@@ -56,11 +50,11 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     """
     check_env_id(env_id)
     try:
-        with _workers_ignore_signals() if async_envs else contextlib.nullcontext():
-            return gym.make_vec(
-                env_id, num_envs=num_envs, vectorization_mode="async" if async_envs else "sync",
-                vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False},
-                disable_env_checker=True, **env_kwargs)
+        vector_kwargs: dict[str, Any] = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False}
+        if async_envs:
+            vector_kwargs["worker"] = _signal_free_worker
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="async" if async_envs else "sync",
+                            vector_kwargs=vector_kwargs, disable_env_checker=True, **env_kwargs)
     except EnvError:
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...

@@ -40,6 +40,31 @@ def test_sigint_with_async_envs_stops_with_a_checkpoint_and_never_hangs(tmp_path
     assert latest.startswith("update-") and latest in err
 
 
+@pytest.mark.parametrize("async_envs", [True, False])
+def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, async_envs):
+    """A signal while the envs are being built (async workers spawning) is honoured, not lost."""
+    import os
+
+    marker, logdir = tmp_path / "marker", tmp_path / "runs"
+    args = ["train", "--env", "rlkit-test/SlowStart-v0", "--num-envs", "2", "--num-steps", "64",
+            "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "10000000", "--eval-episodes", "0",
+            "--logdir", str(logdir), "--run-name", "r", *(["--async-envs"] if async_envs else [])]
+    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)  # while the first env is being constructed
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("a SIGINT during start-up was lost: the run kept training")
+    assert proc.returncode == 130 and "Traceback" not in err, err[-1500:]
+    latest = json.loads((logdir / "r" / "checkpoints" / "latest.json").read_text())["checkpoint"]
+    assert latest == "update-0000000" and f"--resume {logdir / 'r'}" in err
+
+
 def test_sigterm_is_handled_like_sigint(tmp_path):
     code, err, run_dir = _start_and_signal(tmp_path, signal.SIGTERM, "--async-envs")
     assert code == 128 + signal.SIGTERM, err[-1500:]
