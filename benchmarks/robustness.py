@@ -1,4 +1,5 @@
-"""Hostile-input count: run the robustness suite (tests/robustness) and record how many cases were
+"""Hostile-input count: run the robustness suite (tests/robustness, and the sweep harness's hostile
+cases in tests/ablation/test_hostile_sweeps.py and test_reaper.py) and record how many cases were
 tried, how many end as rlkit promises (one-line error, exit 2, nothing lost; or handled), and how
 many defects are left.
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from report import emit
 
 ROOT = Path(__file__).parents[1]
+SUITES = ["tests/robustness", "tests/ablation/test_hostile_sweeps.py", "tests/ablation/test_reaper.py"]
 
 
 def main() -> None:
@@ -29,7 +31,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "tests/robustness",
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *SUITES,
                         f"--junitxml={report}"], cwd=ROOT, check=False)
         seconds = time.perf_counter() - start
         cases = list(ET.parse(report).getroot().iter("testcase"))
@@ -50,7 +52,7 @@ def main() -> None:
     lines.append(f"| **all** | **{len(cases)}** | **{len(cases) - len(failed) - len(skipped)}** | **{len(failed)}** |")
     if skipped:
         lines.append(f"\n{len(skipped)} skipped (needs a machine without CUDA or with the LLM extras).")
-    lines.append("\nEach case is a test in tests/robustness: a one-line error with exit 2 and nothing written, "
+    lines.append(f"\nEach case is a test in {', '.join(SUITES)}: a one-line error with exit 2 and nothing written, "
                  "or the run handled as documented (interrupt checkpoints, fallbacks, extended resumes).")
     emit(lines, args.write)
 

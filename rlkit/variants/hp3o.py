@@ -127,9 +127,10 @@ class HP3O(Generic[R, T, S]):
             extras.append(extra)
         stats.update({
             "hp3o/best_return": float(chosen[0].episode_return),  # type: ignore[attr-defined]
+            "hp3o/best_age": float(update - chosen[0].finished_update),  # type: ignore[attr-defined]
             "hp3o/sampled_age": float(np.mean([update - t.finished_update for t in chosen])),  # type: ignore[attr-defined]
             "hp3o/sampled_trajectories": float(len(chosen)),
-            **{key: float(np.mean([e[key] for e in extras])) for key in extras[0]},
+            **_mean_stats(extras),
         })
         if self.schedule == "rollout":
             return sources[0], stats
@@ -143,6 +144,12 @@ class HP3O(Generic[R, T, S]):
 
     def load_state(self, state: VariantState) -> None:
         self.buffer.load_state(state, self.adapter.record_type)
+
+
+def _mean_stats(extras: list[dict[str, float]]) -> dict[str, float]:
+    """Each statistic's mean over the passes that report it."""
+    keys = dict.fromkeys(k for e in extras for k in e)
+    return {key: float(np.mean([e[key] for e in extras if key in e])) for key in keys}
 
 
 # ------------------------------------------------------------------------ the variant

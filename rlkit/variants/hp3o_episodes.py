@@ -237,14 +237,28 @@ class EpisodeAdapter:
                     record.returns = hybrid.pooled.returns[start:stop].to(record.obs.device).clone()
         hybrid.shuffle = not opt.hp3o_contiguous_minibatches
         hybrid.redraw_k = opt.hp3o_trajectories if opt.hp3o_redraw_each_epoch else 0
-        pooled = hybrid.pooled
-        log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
-        ratio = log_ratio.exp()
-        stats = {"hp3o/replay_ratio_mean": float(ratio.mean()),
-                 "hp3o/replay_clipfrac": float(((ratio - 1).abs() > self.clip_coef).float().mean())}
+        stats = self.replay_stats(hybrid.pooled, [update - t.finished_update for t in chosen],
+                                  [len(t) for t in chosen], opt.hp3o_samples)
         if opt.hp3o_plus:
             stats["hp3o/baseline_replaced_frac"] = replaced
         return hybrid, stats
+
+    def replay_stats(self, pooled: Batch, ages: list[int], lengths: list[int], samples: int) -> dict[str, float]:
+        """How stale the chosen trajectories are for the current policy, before the update: the
+        share of the epoch's samples from this update's rollout (age 0), and the ratio
+        pi_now / pi_behaviour over every chosen transition, its clip fraction split by age."""
+        share = [min(samples // len(ages), n) for n in lengths]
+        age = torch.cat([torch.full((n,), a, device=pooled.obs.device) for a, n in zip(ages, lengths)])
+        log_ratio = self.model.head.log_prob(self.model(pooled.obs)[0], pooled.actions) - pooled.log_probs
+        clipped = ((log_ratio.exp() - 1).abs() > self.clip_coef).float()
+        stats = {"hp3o/replay_ratio_mean": float(log_ratio.exp().mean()),
+                 "hp3o/replay_log_ratio_std": float(log_ratio.std()) if len(log_ratio) > 1 else 0.0,
+                 "hp3o/replay_clipfrac": float(clipped.mean()),
+                 "hp3o/newest_sample_frac": sum(s for s, a in zip(share, ages) if a == 0) / max(sum(share), 1)}
+        for name, mask in (("newest", age == 0), ("older", age > 0)):
+            if mask.any():  # logged only when the update has such samples
+                stats[f"hp3o/replay_clipfrac_{name}"] = float(clipped[mask].mean())
+        return stats
 
 
 def _to(traj: Trajectory, device: torch.device) -> Trajectory:

@@ -41,6 +41,12 @@ class OuterOptions:
     """What biased initialization moves along: momentum = alpha times the outer momentum buffer b
     (theta_k - alpha * b); update = alpha times the previous outer update u (theta_k + alpha * u,
     which includes sigma and the Nesterov term)."""
+    outer_grad_from: Literal["theta", "start"] = "theta"
+    """With biased initialization, where the outer gradient is measured from: theta = theta_k - theta*
+    (the bias feeds back: with momentum mu and bias alpha the buffer follows b_k = (mu + alpha) b_k-1 -
+    delta_k, and mu + alpha >= 1 never decays); start = the biased inner starting point - theta* (the
+    inner loop's own movement: b_k = mu b_k-1 - delta_k). Which form Tan et al. (2024) use is
+    unverified here. Without a bias both are the same."""
     outer_anneal: Literal["none", "lr", "momentum", "both"] = "none"
     """Scale the outer learning rate sigma and/or momentum mu by the inner learning rate's annealing
     fraction (1 -> 0 with --anneal-lr), so the outer step fades with the inner one; none keeps them
@@ -64,6 +70,8 @@ class OuterOptions:
         if self.outer_bias > 0 and self.outer_bias_form == "momentum" and not momentum:
             raise ConfigError("outer_bias with outer_bias_form=momentum needs an outer momentum (outer_optimizer "
                               "SGD with outer_momentum > 0); outer_bias_form=update works without")
+        if self.outer_grad_from != "theta" and not self.outer_bias:
+            raise ConfigError("outer_grad_from=start applies to biased initialization; add outer_bias > 0")
         if self.outer_anneal in ("momentum", "both") and not momentum:
             raise ConfigError(f"outer_anneal={self.outer_anneal} needs an outer momentum (SGD, outer_momentum > 0)")
         if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
@@ -80,6 +88,8 @@ def label(o: OuterOptions) -> str:
         name += f"-m{o.outer_momentum:g}" + ("-nesterov" if o.outer_nesterov else "")
     if o.outer_bias:
         name += f"-bias{o.outer_bias:g}" + ("-upd" if o.outer_bias_form == "update" else "")
+    if o.outer_grad_from == "start":
+        name += "-from-start"
     if o.outer_anneal != "none":
         name += f"-anneal-{o.outer_anneal}"
     if o.outer_params == "actor":
@@ -101,8 +111,8 @@ class OuterStep(UpdateHook):
 
     def __init__(self, flat: FlatParameters, lr: float, momentum: float = 0.0, nesterov: bool = False,
                  bias: float = 0.0, actor_only: bool = False, optimizer: str = "SGD", bias_form: str = "momentum",
-                 anneal: str = "none") -> None:
-        self.flat = flat
+                 anneal: str = "none", grad_from: str = "theta") -> None:
+        self.flat, self.grad_from = flat, grad_from
         self.size = flat.split if actor_only else flat.data.numel()
         self.bias, self.bias_form, self.anneal = bias, bias_form, anneal
         self.base = {"lr": lr, "momentum": momentum}
@@ -113,6 +123,8 @@ class OuterStep(UpdateHook):
             kwargs.update(momentum=momentum, nesterov=nesterov)
         self.optimizer: torch.optim.Optimizer = getattr(torch.optim, optimizer)([self.delta], **kwargs)
         self.theta_k: torch.Tensor | None = None
+        self.start: torch.Tensor | None = None
+        """The inner loop's starting point (theta_k moved by the bias), when the gradient is taken from it."""
         self.prev_grad: torch.Tensor | None = None
 
     @classmethod
@@ -120,7 +132,7 @@ class OuterStep(UpdateHook):
         """The outer step the options ask for."""
         return cls(flat, options.outer_lr, options.outer_momentum, options.outer_nesterov, options.outer_bias,
                    options.outer_params == "actor", options.outer_optimizer, options.outer_bias_form,
-                   options.outer_anneal)
+                   options.outer_anneal, options.outer_grad_from)
 
     def schedule(self, fraction: float) -> None:
         """The inner learning rate is ``fraction`` of its initial value: with ``anneal`` scale sigma
@@ -153,26 +165,31 @@ class OuterStep(UpdateHook):
                 self.theta.add_(self.prev_update, alpha=self.bias)
         elif (buf := self.momentum_buffer) is not None:
             self.theta.sub_(buf, alpha=self.bias)
+        if self.grad_from == "start":
+            self.start = self.theta.clone()
 
     @torch.no_grad()
     def end(self) -> dict[str, float]:
         """After the inner epochs: apply the outer step; returns ``outer/`` diagnostics."""
         assert self.theta_k is not None, "OuterStep.end() without begin()"
         theta_star = self.theta.clone()
-        grad = self.theta_k - theta_star
+        grad = (self.theta_k if self.start is None else self.start) - theta_star
         self.delta.zero_()
         self.delta.grad = grad.clone()
         self.optimizer.step()
         update = self.delta.detach()
-        from_k, from_star = self.theta_k + update, theta_star + (grad + update)
-        self.theta.copy_(torch.where(update.abs() <= (grad + update).abs(), from_k, from_star))
+        if self.start is None:  # theta_k - sigma d, from whichever end is closer (see the class)
+            from_k, from_star = self.theta_k + update, theta_star + (grad + update)
+            self.theta.copy_(torch.where(update.abs() <= (grad + update).abs(), from_k, from_star))
+        else:
+            self.theta.copy_(self.theta_k + update)
         stats = {"outer/grad_norm": float(grad.norm()), "outer/update_norm": float(update.norm())}
         if self.prev_grad is not None:
             stats["outer/grad_cosine"] = float(torch.nn.functional.cosine_similarity(grad, self.prev_grad, dim=0))
         self.prev_grad = grad
         if self.bias_form == "update":
             self.prev_update = update.clone()
-        self.theta_k = None
+        self.theta_k = self.start = None
         return stats
 
     def state(self) -> VariantState:
@@ -192,8 +209,6 @@ class OuterStep(UpdateHook):
             self.optimizer.state[self.delta] = tensors
         if prev_grad is not None:
             self.prev_grad = prev_grad
-
-
 
 
 def build(options: OuterOptions, ctx: PlugContext) -> Plug:

@@ -90,6 +90,32 @@ def test_biased_init_of_the_update_form_moves_along_the_previous_outer_update():
     torch.testing.assert_close(again.prev_update, torch.tensor([-0.6, 1.5]))
 
 
+@pytest.mark.parametrize("grad_from,steps", [
+    # theta: g = theta_k - theta* includes the bias, b_k = (mu + alpha) b_k-1 - 1 = b_k-1 - 1: never decays
+    ("theta", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]),
+    # start: g = start - theta* = -1 (the inner loop's movement), b_k = mu b_k-1 - 1 -> -1 / (1 - mu)
+    ("start", [1.0, 1.5, 1.75, 1.875, 1.9375, 1.96875, 1.984375, 1.9921875]),
+])
+def test_biased_init_feedback_by_where_the_outer_gradient_is_measured(grad_from, steps):
+    """A scalar model: every inner loop moves +1 from wherever it starts; sigma 1, mu 0.5, alpha 0.5."""
+    flat, _ = toy([0.0])
+    outer = OuterStep(flat, lr=1.0, momentum=0.5, bias=0.5, grad_from=grad_from)
+    seen = []
+    for _ in steps:
+        theta_k = float(flat.data[0])
+        outer.begin()
+        inner(flat, [float(flat.data[0]) + 1.0])
+        outer.end()
+        seen.append(float(flat.data[0]) - theta_k)
+    assert seen == pytest.approx(steps, rel=1e-6)
+
+
+def test_gradient_from_the_start_is_refused_without_a_bias():
+    with pytest.raises(rlkit.ConfigError, match="outer_grad_from=start applies to biased initialization"):
+        rlkit.preset("cartpole", "outer-nesterov", outer_grad_from="start")
+    assert rlkit.preset("cartpole", "outer-biased", outer_grad_from="start").variant.endswith("-from-start")
+
+
 def test_update_form_bias_works_without_momentum():
     flat, _ = toy([1.0])
     outer = OuterStep(flat, lr=1.5, bias=0.5, bias_form="update")
