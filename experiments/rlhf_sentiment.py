@@ -36,6 +36,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from experiments.smollm2 import prepare  # noqa: E402
+from rlkit.io.progress import progress_bar  # noqa: E402
 
 HERE = Path(__file__).parent
 INSTRUCTION = "Continue this movie review with one sentence: "
@@ -62,12 +63,15 @@ def sample_continuations(model, tokenizer, prompts: list[str], per_prompt: int, 
     tokenizer.padding_side = "left"
     flat = [p for p in prompts for _ in range(per_prompt)]
     texts: list[str] = []
+    bar = progress_bar(len(flat), "sample", desc="sampling continuations")
     for start in range(0, len(flat), 16):
         chunk = flat[start:start + 16]
         enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         gen = model.generate(**enc, do_sample=True, max_new_tokens=max_new_tokens, temperature=1.0, top_k=0,
                              pad_token_id=tokenizer.pad_token_id)
         texts += tokenizer.batch_decode(gen[:, enc.input_ids.shape[1]:], skip_special_tokens=True)
+        bar.update(len(chunk))
+    bar.close()
     return [texts[i * per_prompt:(i + 1) * per_prompt] for i in range(len(prompts))]
 
 
@@ -121,6 +125,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
+    from rlkit.rlhf.models import quiet_transformers
     from rlkit.rlhf.reward_model import RewardModelScorer
     from rlkit.rlhf.score_norm import NORMALIZATION_FILE
     from rlkit.core.device import torch_device
@@ -132,7 +137,8 @@ def main() -> None:
     t0 = time.time()
     device = torch_device(args.device)
     model_dir = prepare()
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    with quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token_id is None:  # older transformers read no pad token from the GGUF; SmolLM2 pads with EOS
         tokenizer.pad_token = tokenizer.eos_token
     openings = [line.strip() for line in (HERE / "data" / "review_openings.txt").read_text().splitlines() if line.strip()]
@@ -143,7 +149,8 @@ def main() -> None:
     prefs_path, samples_path = Path(args.logdir) / "preferences.jsonl", Path(args.logdir) / "initial_samples.json"
     prefs_path.parent.mkdir(parents=True, exist_ok=True)
     if not (prefs_path.is_file() and samples_path.is_file()):
-        base = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
+        with quiet_transformers():
+            base = AutoModelForCausalLM.from_pretrained(model_dir).to(device).eval()
         continuations = sample_continuations(base, tokenizer, prompts, args.samples_per_prompt, args.max_new_tokens,
                                              args.seed)
         pairs = extreme_pairs(prompts, continuations, gold, args.pair_margin)
@@ -158,10 +165,12 @@ def main() -> None:
     # e.g. of another --variant, score with the same one).
     rm_dir = Path(args.logdir) / "reward_model"
     if (rm_dir / "rm_result.json").is_file():
-        backbone = AutoModelForSequenceClassification.from_pretrained(rm_dir)
+        with quiet_transformers():
+            backbone = AutoModelForSequenceClassification.from_pretrained(rm_dir)
         rm_result = RMResult(**json.loads((rm_dir / "rm_result.json").read_text()))
     else:
-        backbone = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1)
+        with quiet_transformers():  # the new score head is trained below
+            backbone = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=1)
         backbone.config.pad_token_id = tokenizer.pad_token_id
         # A linear Bradley-Terry probe on the frozen SmolLM2 trunk: full fine-tuning of a 135M model on
         # a few hundred pairs costs ~10 s a step on two CPU cores and overfits.

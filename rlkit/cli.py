@@ -121,6 +121,7 @@ def _eval(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=10_000)
     parser.add_argument("--max-steps", type=int, default=0,
                         help="cut each episode after this many steps (0: the env's time limit, else 10,000)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     args = parser.parse_args(argv)
     if args.episodes <= 0 or args.max_steps < 0:
         raise ConfigError(f"--episodes must be positive and --max-steps >= 0, got {args.episodes}, {args.max_steps}")
@@ -133,7 +134,8 @@ def _eval(argv: list[str]) -> int:
 
     agent, cfg = Agent.load(args.run_dir)
     start = time.perf_counter()
-    result = agent.evaluate(cfg.env, args.episodes, seed=args.seed, max_steps=args.max_steps or None)
+    result = agent.evaluate(cfg.env, args.episodes, seed=args.seed, max_steps=args.max_steps or None,
+                            progress=not args.no_progress)
     seconds = time.perf_counter() - start
     print(json.dumps({"env": cfg.env, "seed": args.seed, "total_steps": sum(result.lengths),
                       "steps_per_second": sum(result.lengths) / seconds, "eval_return_mean": result.mean,

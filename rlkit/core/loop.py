@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from rlkit.core.learner import Learner, Progress
 from rlkit.io.checkpoint import new_run_dir, run_dir_of
 from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
+from rlkit.io.progress import progress_bar
 
 
 class Iteration(NamedTuple):
@@ -67,7 +67,7 @@ class Schedule:
     checkpoint_every: int
     """Updates between checkpoints (0: none); one is also written after the last update."""
     log_by_updates: bool = False
-    """The x-axis of the logged scalars: updates (True) or environment steps (False)."""
+    """The x-axis of the logged scalars and the progress bar's unit: updates (True) or environment steps (False)."""
     progress_total: float | None = None
     """Environment steps in the whole run for a progress bar on a terminal (None: no bar)."""
 
@@ -206,14 +206,17 @@ def train_steps(steps: Steps, learner: Learner, progress: Progress, spec: RunSpe
 
 
 def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logger, schedule: Schedule,
-                progress_bar: bool = False) -> None:
+                progress_bar_on: bool = False) -> None:
     """Update until ``schedule.num_updates``: set the learning rate, time and log each update,
     advance ``progress``, checkpoint on the cadence (the log is flushed first, so everything up to
     a checkpoint is on disk before the checkpoint exists). SIGINT/SIGTERM stop the run after the
     update in flight with a checkpoint (:class:`Interrupted`); the continuation from it is a valid
     run, though not bit-identical to an uninterrupted one (the checkpoint starts new episodes)."""
-    bar = tqdm(total=schedule.progress_total, initial=progress.env_steps, unit="step", dynamic_ncols=True,
-               disable=not (progress_bar and schedule.progress_total and sys.stderr.isatty()))
+    if schedule.log_by_updates:  # e.g. RLHF: one bar step per iteration
+        bar = progress_bar(schedule.num_updates, "it", progress_bar_on, initial=progress.updates_done)
+    else:
+        bar = progress_bar(schedule.progress_total, "step", progress_bar_on and bool(schedule.progress_total),
+                           initial=progress.env_steps)
     with stop_on_signals() as stop:
         try:
             while progress.updates_done < schedule.num_updates:
@@ -245,7 +248,7 @@ def _update(steps: Steps, learner: Learner, progress: Progress, logger: Logger, 
     stats["charts/steps_per_second"] = units / seconds
     logger.scalars(stats, progress.updates_done if schedule.log_by_updates else progress.env_steps)
     steps.after_update(stats, logger)
-    bar.update(units)
+    bar.update(1 if schedule.log_by_updates else units)
     if postfix:
         bar.set_postfix_str(postfix, refresh=False)
 

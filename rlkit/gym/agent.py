@@ -13,6 +13,7 @@ from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import check_env_id
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state
+from rlkit.io.progress import progress_bar
 
 
 DEFAULT_EVAL_CAP = 10_000
@@ -35,11 +36,11 @@ class EvalResult(NamedTuple):
 
 
 def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int, seed: int = 0,
-                 max_steps: int | None = None) -> EvalResult:
+                 max_steps: int | None = None, progress: bool = False) -> EvalResult:
     """Returns of ``act`` over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each episode is
     cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
     an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
-    the sweep's baselines) uses."""
+    the sweep's baselines) uses. ``progress``: a bar of episodes on a terminal."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
@@ -48,6 +49,7 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
     env = gym.make(env_id)
     cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
     returns, lengths, capped = [], [], 0
+    bar = progress_bar(episodes, "episode", progress, "evaluating")
     try:
         for i in range(episodes):
             obs, _ = env.reset(seed=seed + i)
@@ -60,7 +62,10 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
             capped += not done
             returns.append(total)
             lengths.append(steps)
+            bar.update(1)
+            bar.set_postfix_str(f"return={np.mean(returns):.1f}", refresh=False)
     finally:
+        bar.close()
         env.close()
     return EvalResult(returns, lengths, capped)
 
@@ -95,9 +100,10 @@ class Agent:
         actions = self.model.head.to_env(actions)
         return actions[0] if single else actions
 
-    def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None) -> EvalResult:
+    def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None,
+                 progress: bool = False) -> EvalResult:
         """Deterministic returns over ``episodes`` episodes (see :func:`run_episodes`)."""
-        return run_episodes(self.act, env_id, episodes, seed, max_steps)
+        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress)
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":

@@ -24,7 +24,7 @@ from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
-RESUMABLE = ("iterations", "checkpoint_every", "save_model", "torch_threads", "device", "policy", "reward_model",
+RESUMABLE = ("iterations", "checkpoint_every", "save_model", "progress", "torch_threads", "device", "policy", "reward_model",
              "prompts")
 """Fields a resumed RLHF run may change: extend it, or point at models and prompts that moved."""
 REQUIRED_STATE = ("kl_beta", "env_rngs", "history")

@@ -85,6 +85,8 @@ class RLHFConfig(ComposedConfig):
     """Run folder name (default: rlhf__{variant}__s{seed}__{timestamp})."""
     save_model: bool = True
     """Write the trained policy and value head (safetensors) at the end."""
+    progress: bool = True
+    """Show a progress bar (iterations, tokens/s, score, KL) when stderr is a terminal."""
     checkpoint_every: int = 0
     """Write a resumable checkpoint every this many environment steps (tokens, at num_envs x
     max_new_tokens per iteration, rounded to whole iterations) and after the last (0: none). Each

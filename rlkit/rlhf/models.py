@@ -6,12 +6,16 @@ exist is an error at once, not a hub look-up.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterator, Literal
 
 import torch
 
 from rlkit.errors import LLMEnvError, one_line
+
+log = logging.getLogger("rlkit")
 
 ModelKind = Literal["causal-lm", "reward-model", "backbone", "seq-cls"]
 
@@ -37,6 +41,23 @@ def _in_hub_cache(repo_id: str) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' loading bars and load reports silenced meanwhile (rlkit reports what matters:
+    a missing head is an error, a head initialized on purpose is one line of rlkit's)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_model(name_or_path: str, kind: ModelKind = "causal-lm", dtype: torch.dtype = torch.float32,
                device: str = "cpu") -> torch.nn.Module:
     """A frozen model: ``causal-lm`` (a policy), ``reward-model`` (alias ``seq-cls``: a trained
@@ -50,7 +71,8 @@ def load_model(name_or_path: str, kind: ModelKind = "causal-lm", dtype: torch.dt
     if kind == "backbone":
         kwargs["num_labels"] = 1
     try:
-        model, info = cls.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
+        with quiet_transformers():
+            model, info = cls.from_pretrained(name_or_path, output_loading_info=True, **kwargs)
     except Exception as exc:  # transformers raises OSError, ValueError, KeyError... by case
         raise LLMEnvError(f"cannot load model {name_or_path!r}: {one_line(exc)}") from None
     if kind == "causal-lm" and info.get("missing_keys"):
@@ -58,6 +80,8 @@ def load_model(name_or_path: str, kind: ModelKind = "causal-lm", dtype: torch.dt
         missing = sorted(info["missing_keys"])
         raise LLMEnvError(f"{name_or_path!r} is not a trained causal language model (architecture {arch}): "
                           f"{len(missing)} weight(s) would start untrained ({missing[0]}...)")
+    if kind == "backbone" and any(key.split(".")[0] in ("score", "classifier") for key in info.get("missing_keys", [])):
+        log.warning("%s: a new one-label score head on its backbone (trained now)", name_or_path)
     if kind in ("reward-model", "seq-cls"):
         if any(key.split(".")[0] in ("score", "classifier") for key in info.get("missing_keys", [])):
             arch = ", ".join(getattr(model.config, "architectures", None) or ["unknown"])
@@ -74,7 +98,8 @@ def load_tokenizer(name_or_path: str) -> Any:
 
     _check_local(name_or_path)
     try:
-        return AutoTokenizer.from_pretrained(name_or_path, local_files_only=True)
+        with quiet_transformers():
+            return AutoTokenizer.from_pretrained(name_or_path, local_files_only=True)
     except Exception as exc:
         raise LLMEnvError(f"cannot load a tokenizer from {name_or_path!r}: {one_line(exc)}") from None
 

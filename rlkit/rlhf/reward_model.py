@@ -25,7 +25,8 @@ from rlkit.core.config import require_seed
 from rlkit.core.device import check_device, torch_device
 from rlkit.errors import ConfigError, LLMEnvError
 from rlkit.io.files import read_lines
-from rlkit.rlhf.models import load_model, load_tokenizer
+from rlkit.io.progress import progress_bar
+from rlkit.rlhf.models import load_model, load_tokenizer, quiet_transformers
 from rlkit.rlhf.score_norm import ScoreNormalization
 
 
@@ -63,6 +64,8 @@ class RMConfig:
     """Model dtype."""
     torch_threads: int = 2
     """Torch intra-op threads."""
+    progress: bool = True
+    """Show a progress bar (batches, loss) when stderr is a terminal."""
 
     def __post_init__(self) -> None:
         require_seed(self.seed)
@@ -176,6 +179,7 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
             feats = [last_token_hidden(model, [c, r]) for c, r in train_set]
     rng, steps = random.Random(cfg.seed + 1), 0
     order = list(range(len(train_set)))
+    bar = progress_bar(cfg.epochs * -(-len(order) // cfg.batch_size), "batch", cfg.progress, "reward model")
     for _ in range(cfg.epochs):
         rng.shuffle(order)
         for start in range(0, len(order), cfg.batch_size):
@@ -192,11 +196,15 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step()
             steps += 1
+            bar.update(1)
+            bar.set_postfix_str(f"loss={float(loss.detach()):.3f}", refresh=False)
+    bar.close()
     model.eval().requires_grad_(False)
     result = RMResult(len(train_set), len(eval_set), before, pairwise_accuracy(model, eval_set), steps, cfg.output)
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)  # safetensors
-    tokenizer.save_pretrained(out)
+    with quiet_transformers():
+        model.save_pretrained(out)  # safetensors
+        tokenizer.save_pretrained(out)
     (out / "rm_result.json").write_text(json.dumps(result.to_json(), indent=1))
     return result
 

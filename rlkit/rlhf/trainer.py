@@ -256,7 +256,9 @@ class RLHFTrainer:
     # -------------------------------------------------------------------- what the loop calls
     def iterate(self) -> Iteration:
         stats = self.update()
-        return Iteration(stats, int(stats.pop("charts/tokens")))
+        postfix = (f"tok/s={stats['charts/tokens_per_second']:.0f} score={stats['charts/score']:.3g} "
+                   f"kl={stats['charts/kl']:.3g}")
+        return Iteration(stats, int(stats.pop("charts/tokens")), postfix)
 
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:
         self.parts.history.append(stats)
@@ -279,7 +281,7 @@ class RLHFTrainer:
                             log_by_updates=True)
         train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
                                                           ["charts/score", "charts/kl"], variant_fields(), schedule,
-                                                          self.resumed))
+                                                          self.resumed, cfg.progress))
         if cfg.save_model:
             state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
             save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
