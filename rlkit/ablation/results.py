@@ -23,6 +23,7 @@ from rlkit.ablation.spec import SweepSpec, expand
 from rlkit.errors import ConfigError
 from rlkit.io.files import read_json, write_atomic, write_json
 from rlkit.gym.config import TrainConfig
+from rlkit.variants.migrate import migrate_config
 
 RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
 RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "total_steps",
@@ -132,10 +133,11 @@ def _stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
 def _difference(old: list[Any], new: list[Any]) -> str | None:
     """The first difference between two runs' ``[kind, config]`` (None: the same run). A field
     one side lacks counts as its default, so a field added to rlkit since a sweep started (with a
-    default that keeps the old behaviour) does not stop the sweep from resuming."""
+    default that keeps the old behaviour) does not stop the sweep from resuming; where a default
+    changed, the stored run reads as :func:`migrate_config` says it ran."""
     if old[0] != new[0]:
         return f"kind {old[0]} -> {new[0]}"
-    before, after = {**_DEFAULTS, **old[1]}, {**_DEFAULTS, **new[1]}
+    before, after = {**_DEFAULTS, **migrate_config(old[1], "gym")}, {**_DEFAULTS, **new[1]}
     key = next((k for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)), None)
     return None if key is None else f"{key} {before.get(key)!r} -> {after.get(key)!r}"
 

@@ -135,12 +135,21 @@ SAMPLING_BEFORE_SWITCH = "topup"
 form is today's default); the RLHF trainer never sampled within responses."""
 
 
+OUTER_GRAD_FROM_BEFORE_SWITCH = "theta"
+"""Where Outer-PPO's biased initialization measured the outer gradient before ``outer_grad_from``
+existed (today's default is the biased starting point)."""
+
+
 def migrate_config(record: dict[str, Any], trainer: str) -> dict[str, Any]:
     """A stored flat config of a ``gym`` or ``rlhf`` run as today's fields read it (the record
     itself is left unchanged)."""
     out = dict(record)
     if trainer == "gym" and out.get("hp3o") and "hp3o_sampling" not in out:
         out["hp3o_sampling"] = SAMPLING_BEFORE_SWITCH
+    if out.get("outer_bias") and "outer_grad_from" not in out:
+        out["outer_grad_from"] = OUTER_GRAD_FROM_BEFORE_SWITCH
+    elif not out.get("outer_bias"):
+        out.pop("outer_grad_from", None)  # means nothing without a bias (records kept the then-default)
     return out
 
 

@@ -41,11 +41,11 @@ class OuterOptions:
     """What biased initialization moves along: momentum = alpha times the outer momentum buffer b
     (theta_k - alpha * b); update = alpha times the previous outer update u (theta_k + alpha * u,
     which includes sigma and the Nesterov term)."""
-    outer_grad_from: Literal["theta", "start"] = "theta"
-    """With biased initialization, where the outer gradient is measured from: theta = theta_k - theta*
-    (the bias feeds back: with momentum mu and bias alpha the buffer follows b_k = (mu + alpha) b_k-1 -
-    delta_k, and mu + alpha >= 1 never decays); start = the biased inner starting point - theta* (the
-    inner loop's own movement: b_k = mu b_k-1 - delta_k). Which form Tan et al. (2024) use is
+    outer_grad_from: Literal["start", "theta"] = "start"
+    """With biased initialization, where the outer gradient is measured from: start = the biased inner
+    starting point - theta* (the inner loop's own movement: b_k = mu b_k-1 - delta_k); theta = theta_k -
+    theta* (rlkit's form before this option: the bias feeds back, b_k = (mu + alpha) b_k-1 - delta_k,
+    and mu + alpha >= 1 never decays; it collapses on Hopper). Which form Tan et al. (2024) use is
     unverified here. Without a bias both are the same."""
     outer_anneal: Literal["none", "lr", "momentum", "both"] = "none"
     """Scale the outer learning rate sigma and/or momentum mu by the inner learning rate's annealing
@@ -70,8 +70,8 @@ class OuterOptions:
         if self.outer_bias > 0 and self.outer_bias_form == "momentum" and not momentum:
             raise ConfigError("outer_bias with outer_bias_form=momentum needs an outer momentum (outer_optimizer "
                               "SGD with outer_momentum > 0); outer_bias_form=update works without")
-        if self.outer_grad_from != "theta" and not self.outer_bias:
-            raise ConfigError("outer_grad_from=start applies to biased initialization; add outer_bias > 0")
+        if self.outer_grad_from == "theta" and not self.outer_bias:
+            raise ConfigError("outer_grad_from=theta applies to biased initialization; add outer_bias > 0")
         if self.outer_anneal in ("momentum", "both") and not momentum:
             raise ConfigError(f"outer_anneal={self.outer_anneal} needs an outer momentum (SGD, outer_momentum > 0)")
         if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
@@ -88,8 +88,8 @@ def label(o: OuterOptions) -> str:
         name += f"-m{o.outer_momentum:g}" + ("-nesterov" if o.outer_nesterov else "")
     if o.outer_bias:
         name += f"-bias{o.outer_bias:g}" + ("-upd" if o.outer_bias_form == "update" else "")
-    if o.outer_grad_from == "start":
-        name += "-from-start"
+    if o.outer_grad_from == "theta":
+        name += "-from-theta"
     if o.outer_anneal != "none":
         name += f"-anneal-{o.outer_anneal}"
     if o.outer_params == "actor":
@@ -111,7 +111,7 @@ class OuterStep(UpdateHook):
 
     def __init__(self, flat: FlatParameters, lr: float, momentum: float = 0.0, nesterov: bool = False,
                  bias: float = 0.0, actor_only: bool = False, optimizer: str = "SGD", bias_form: str = "momentum",
-                 anneal: str = "none", grad_from: str = "theta") -> None:
+                 anneal: str = "none", grad_from: str = "start") -> None:
         self.flat, self.grad_from = flat, grad_from
         self.size = flat.split if actor_only else flat.data.numel()
         self.bias, self.bias_form, self.anneal = bias, bias_form, anneal

@@ -110,10 +110,25 @@ def test_biased_init_feedback_by_where_the_outer_gradient_is_measured(grad_from,
     assert seen == pytest.approx(steps, rel=1e-6)
 
 
-def test_gradient_from_the_start_is_refused_without_a_bias():
-    with pytest.raises(rlkit.ConfigError, match="outer_grad_from=start applies to biased initialization"):
-        rlkit.preset("cartpole", "outer-nesterov", outer_grad_from="start")
-    assert rlkit.preset("cartpole", "outer-biased", outer_grad_from="start").variant.endswith("-from-start")
+def test_gradient_from_theta_is_refused_without_a_bias_and_named_with_one():
+    with pytest.raises(rlkit.ConfigError, match="outer_grad_from=theta applies to biased initialization"):
+        rlkit.preset("cartpole", "outer-nesterov", outer_grad_from="theta")
+    assert rlkit.preset("cartpole", "outer-biased", outer_grad_from="theta").variant.endswith("-from-theta")
+    assert rlkit.preset("cartpole", "outer-biased").outer_grad_from == "start"
+
+
+def test_runs_and_sweeps_from_before_the_default_changed_keep_the_gradient_from_theta():
+    from rlkit.ablation.results import _difference
+    from rlkit.variants.migrate import migrate_config
+
+    old = {k: v for k, v in rlkit.preset("cartpole", "outer-biased").to_dict().items() if k != "outer_grad_from"}
+    assert migrate_config(old, "gym")["outer_grad_from"] == "theta"  # a resumed run goes on as it ran
+    plain = {**rlkit.preset("cartpole").to_dict(), "outer_grad_from": "theta"}  # recorded with the then-default
+    assert "outer_grad_from" not in migrate_config(plain, "gym")  # it means nothing without a bias
+    new = rlkit.preset("cartpole", "outer-biased").to_dict()
+    assert "outer_grad_from 'theta' -> 'start'" in _difference(["rlkit", old], ["rlkit", new])  # never mixed
+    assert _difference(["rlkit", old], ["rlkit", {**new, "outer_grad_from": "theta"}]) is None  # pinned: resumes
+    assert _difference(["rlkit", plain], ["rlkit", rlkit.preset("cartpole").to_dict()]) is None
 
 
 def test_update_form_bias_works_without_momentum():
