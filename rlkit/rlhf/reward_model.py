@@ -170,6 +170,20 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
     model.config.rlkit_pooling = cfg.pooling
     model = model.to(device).eval()  # no dropout: the scores trained on are the scores served
     before = pairwise_accuracy(model, eval_set)
+    steps = _fit(model, train_set, cfg)
+    model.eval().requires_grad_(False)
+    result = RMResult(len(train_set), len(eval_set), before, pairwise_accuracy(model, eval_set), steps, cfg.output)
+    out.mkdir(parents=True, exist_ok=True)
+    with quiet_transformers():
+        model.save_pretrained(out)  # safetensors
+        tokenizer.save_pretrained(out)
+    (out / "rm_result.json").write_text(json.dumps(result.to_json(), indent=1))
+    return result
+
+
+def _fit(model: torch.nn.Module, train_set: list[Any], cfg: RMConfig) -> int:
+    """``cfg.epochs`` epochs of the Bradley-Terry loss on ``train_set`` (pairs of token id lists,
+    chosen first); returns the optimizer steps taken."""
     model.requires_grad_(cfg.train_backbone)
     model.score.requires_grad_(True)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -199,14 +213,7 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
             bar.update(1)
             bar.set_postfix_str(f"loss={float(loss.detach()):.3f}", refresh=False)
     bar.close()
-    model.eval().requires_grad_(False)
-    result = RMResult(len(train_set), len(eval_set), before, pairwise_accuracy(model, eval_set), steps, cfg.output)
-    out.mkdir(parents=True, exist_ok=True)
-    with quiet_transformers():
-        model.save_pretrained(out)  # safetensors
-        tokenizer.save_pretrained(out)
-    (out / "rm_result.json").write_text(json.dumps(result.to_json(), indent=1))
-    return result
+    return steps
 
 
 class RewardModelScorer:

@@ -65,6 +65,23 @@ def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, asy
     assert latest == "update-0000000" and f"--resume {logdir / 'r'}" in err
 
 
+@pytest.mark.parametrize("delay", [0.3, 0.8])
+def test_sigint_while_rlkit_is_still_importing_is_one_line(tmp_path, delay):
+    """The ``rlkit`` command's entry point (rlkit_launch) before torch has finished importing."""
+    import sys
+
+    cmd = [sys.executable, "-c", "import sys, rlkit_launch; sys.exit(rlkit_launch.main())", "train", "--preset",
+           "cartpole", "--total-steps", "4096", "--logdir", str(tmp_path / "runs"), "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and proc.returncode in (130, -signal.SIGINT), err[-1500:]
+    if proc.returncode == 130:
+        assert err.strip().splitlines()[-1].startswith("rlkit: ")
+
+
 def test_sigterm_is_handled_like_sigint(tmp_path):
     code, err, run_dir = _start_and_signal(tmp_path, signal.SIGTERM, "--async-envs")
     assert code == 128 + signal.SIGTERM, err[-1500:]
