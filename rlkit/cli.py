@@ -195,8 +195,8 @@ def _sweep(argv: list[str]) -> int:
                         args.retry_failed, args.gpus_per_run)
     print(json.dumps(summary.to_json()))
     if summary.failed:
-        print(f"rlkit: {summary.failed} run(s) failed; see runs.csv and logs/ in {summary.sweep_dir} "
-              "(--retry-failed runs them again)", file=sys.stderr)
+        print(f"rlkit: {summary.failed} run(s) failed or not counted; runs.csv's error column and logs/ in "
+              f"{summary.sweep_dir} say why (--retry-failed runs the failed ones again)", file=sys.stderr)
     return 1 if summary.failed else 0
 
 
