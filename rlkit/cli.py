@@ -123,6 +123,8 @@ def _eval(argv: list[str]) -> int:
                         help="cut each episode after this many steps (0: the env's time limit, else 10,000)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
     args = parser.parse_args(argv)
+    if not args.run_dir:
+        raise ConfigError("the run directory is empty; give a run directory with checkpoints/")
     if args.episodes <= 0 or args.max_steps < 0:
         raise ConfigError(f"--episodes must be positive and --max-steps >= 0, got {args.episodes}, {args.max_steps}")
     from rlkit.core.config import require_seed

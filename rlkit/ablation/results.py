@@ -21,6 +21,7 @@ from typing import Any
 
 from rlkit.ablation.spec import SweepSpec, expand
 from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import newest_checkpoint_steps
 from rlkit.io.files import read_json, write_atomic, write_json
 from rlkit.gym.config import TrainConfig
 from rlkit.variants.migrate import migrate_config
@@ -171,8 +172,9 @@ def _run_row(sweep_dir: Path, run: Any) -> tuple[dict[str, Any], list[dict[str, 
     status = sweep_dir / "status" / f"{run.name}.json"
     recorded = read_json(status) or {}
     res = read_json(run_dir / "result.json")
-    if res is not None and run.past_budget(res):
-        row.update(status="failed", error=run.past_budget(res))
+    past = run.past_budget(res, newest_checkpoint_steps(run_dir)) if res is not None else None
+    if past:
+        row.update(status="failed", error=past)
         return row, []
     if res is not None:
         sps = res.get("steps_per_second") or 0.0

@@ -33,6 +33,7 @@ from tqdm import tqdm
 from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
+from rlkit.io.checkpoint import newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
 
 Outcome = dict[str, Any]
@@ -45,7 +46,7 @@ def run_state(sweep_dir: Path, run: RunSpec) -> str:
     run_dir = sweep_dir / "runs" / run.name
     result = read_json(run_dir / "result.json")
     if result is not None:
-        return "extended" if run.past_budget(result) else "done"
+        return "extended" if run.past_budget(result, newest_checkpoint_steps(run_dir)) else "done"
     status = read_json(sweep_dir / "status" / f"{run.name}.json") or {}
     if status.get("status") == "failed":
         return "failed"

@@ -69,12 +69,16 @@ class RunSpec:
         """The run's folder name (one path component)."""
         return safe_name(f"{self.variant}__{self.env}__s{self.seed}")
 
-    def past_budget(self, result: dict[str, Any]) -> str | None:
-        """Why a finished run's ``result`` is not this run's (it trained more than one rollout past
-        the spec's ``total_steps``: extended by hand after the sweep), or None when it is."""
-        steps, budget = result.get("total_steps"), int(self.config["total_steps"])
+    def past_budget(self, result: dict[str, Any], trained: int | None = None) -> str | None:
+        """Why a finished run's ``result`` is not this run's, or None when it is: it (or its newest
+        checkpoint, ``trained`` env steps) went past the spec's ``total_steps``, i.e. it was extended
+        by hand after the sweep. rlkit rounds the budget down to whole rollouts; a baseline (SB3)
+        rounds up by at most one."""
+        steps = result.get("total_steps")
+        steps = max(steps if isinstance(steps, (int, float)) and not isinstance(steps, bool) else 0, trained or 0)
+        budget = int(self.config["total_steps"])
         rollout = int(self.config.get("num_envs", 1)) * int(self.config.get("num_steps", 1))
-        if isinstance(steps, (int, float)) and steps > budget + rollout:
+        if steps > budget + (0 if self.kind == "rlkit" else rollout):
             return (f"trained {int(steps)} env steps, past the spec's total_steps={budget} (extended outside the "
                     "sweep): not this sweep's result; move the run out of runs/ to train it again")
         return None
@@ -102,11 +106,22 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+=,-]", "-", text)
 
 
+MAX_RUN_NAME = 200
+"""Bytes of a run's folder name (``variant__env__sSEED``): filesystems allow 255 per name, and the
+run's status file and temporary files add a suffix to it."""
+MAX_SEEDS = 10_000
+"""Seeds per run configuration a spec may ask for (a typo such as 10**20 is refused, not expanded)."""
+
+
 def _refuse_shared_folders(runs: list[RunSpec], file: str) -> None:
     """Two runs whose folder names are equal (or equal but for case, as on macOS and Windows
     filesystems) would train into one folder: refused, naming both."""
     seen: dict[str, RunSpec] = {}
     for run in runs:
+        if len(run.name.encode()) > MAX_RUN_NAME:  # its status and temporary files add to the name
+            raise _fail(file, f"variants.{run.variant.split('[')[0]}",
+                        f"run folder name {run.name[:40]!r}... is {len(run.name.encode())} bytes; at most "
+                        f"{MAX_RUN_NAME} (a folder name has at most 255): shorten the variant or env name")
         other = seen.setdefault(run.name.lower(), run)
         if other is not run:
             raise _fail(file, f"variants.{run.variant.split('[')[0]}",
@@ -187,12 +202,13 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
 
 
 def _seeds(value: Any, file: str) -> list[int]:
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_SEEDS:
         return list(range(1, value + 1))
-    if isinstance(value, list) and value and all(isinstance(s, int) and 0 <= s < 2**32 for s in value) \
-            and len(set(value)) == len(value):
+    if isinstance(value, list) and 0 < len(value) <= MAX_SEEDS and len(set(value)) == len(value) \
+            and all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**32 for s in value):
         return list(value)
-    raise _fail(file, "seeds", f"a positive count or a list of distinct seeds in [0, 2**32), got {value!r}")
+    raise _fail(file, "seeds", f"a count in [1, {MAX_SEEDS}] or a list of distinct seeds in [0, 2**32), got "
+                f"{str(value)[:60]}")
 
 
 def _grid(grid: Any, file: str) -> list[dict[str, Any]]:

@@ -10,7 +10,6 @@ uninterrupted run.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -24,6 +23,7 @@ from rlkit.errors import ConfigError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import prefixed, restoring, save_checkpoint, unprefixed
+from rlkit.io.files import read_json
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
 RESUMABLE = ("total_steps", "checkpoint_every", "eval_every", "eval_episodes", "eval_max_steps", "progress",
@@ -64,12 +64,11 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, S
     return cfg, stored
 
 
-def finished_result(run_dir: Path) -> dict | None:
-    """The result a finished run wrote (None if it has none, e.g. it was killed in its final evaluation)."""
-    try:
-        return json.loads((run_dir / "result.json").read_text())
-    except (OSError, ValueError):
-        return None
+def finished_result(run_dir: Path, env_steps: int) -> dict | None:
+    """The result a finished run wrote at ``env_steps`` (None if it has none, e.g. it was killed in
+    its final evaluation, or only an earlier one: an extension stopped after its last update)."""
+    result = read_json(run_dir / "result.json")
+    return result if result is not None and result.get("total_steps") == env_steps else None
 
 
 def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progress, parts: GymParts) -> Path:

@@ -207,7 +207,7 @@ class PPOTrainer:
     def train(self) -> TrainResult:
         cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
         done = self.resumed and progress.updates_done >= cfg.num_updates
-        self.prior = finished_result(self.run_dir) if done else None
+        self.prior = finished_result(self.run_dir, progress.env_steps) if done else None
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             progress_total=cfg.num_updates * cfg.batch_size)
         train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,

@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
-from rlkit.io.files import write_json
+from rlkit.io.files import read_json, write_json
 
 log = logging.getLogger("rlkit")
 
@@ -122,6 +122,15 @@ def _holds_checkpoint(folder: Path) -> bool:
     return (folder / "state.json").is_file() or (folder / "tensors.safetensors").is_file()
 
 
+def newest_checkpoint_steps(run_dir: str | Path) -> int | None:
+    """Env steps of the checkpoint ``latest.json`` names (None: none, or unreadable)."""
+    pointer = read_json(Path(run_dir) / "checkpoints" / LATEST)
+    name = pointer.get("checkpoint") if pointer else None
+    state = read_json(Path(run_dir) / "checkpoints" / name / "state.json") if isinstance(name, str) else None
+    steps = state.get("env_steps") if state else None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+
+
 def no_checkpoint_error(path: str | Path) -> CheckpointError:
     """The one-line error for a ``path`` with no checkpoint, saying what the folder is instead:
     a sweep directory, a folder of runs, an RLHF run's final policy or nothing at all."""
@@ -133,8 +142,12 @@ def no_checkpoint_error(path: str | Path) -> CheckpointError:
         why = f"it holds {len(runs)} run(s), e.g. {folder / runs[0]}"
     elif (folder / "policy.safetensors").is_file():
         why = "it is an RLHF run without checkpoints (its final policy is policy.safetensors)"
+    elif folder.is_file():
+        why = "it is a file, not a run directory"
     elif not folder.exists():
         why = "no such folder"
+    elif not os.access(folder, os.R_OK | os.X_OK):
+        why = "permission denied"
     else:
         why = "expected a run directory with checkpoints/"
     return CheckpointError(f"no checkpoint found at {str(path)!r}: {why}")

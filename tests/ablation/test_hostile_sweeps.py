@@ -140,7 +140,7 @@ def test_a_run_extended_by_hand_is_not_counted_as_the_sweeps_and_is_left_as_it_i
     spec = expand(BASE)
     claim_sweep_dir(out, spec, None)
     first, second = spec.runs
-    for run, steps in ((first, 1024), (second, 4096)):  # the second resumed by hand with --total-steps 4096
+    for run, steps in ((first, 1024), (second, 1536)):  # the second resumed by hand, one rollout more
         (out / "runs" / run.name).mkdir()
         write_atomic(out / "runs" / run.name / "result.json", json.dumps({"total_steps": steps,
                                                                             "eval_return_mean": 20.0}))
@@ -149,7 +149,40 @@ def test_a_run_extended_by_hand_is_not_counted_as_the_sweeps_and_is_left_as_it_i
     rows = (out / "runs.csv").read_text().splitlines()
     assert "past the spec's total_steps=1024" in next(r for r in rows if second.name in r)
     assert main(["sweep", spec_file(tmp_path), "--out", str(out), "--retry-failed"]) == 1  # nothing re-run
-    assert read_json(out / "runs" / second.name / "result.json")["total_steps"] == 4096
+    assert read_json(out / "runs" / second.name / "result.json")["total_steps"] == 1536
+
+
+def test_a_run_whose_newest_checkpoint_went_past_its_result_is_not_counted(tmp_path):
+    """An extension by hand stopped after its last update: result.json is still the sweep's, the
+    checkpoint (and so the policy) is not."""
+    out = tmp_path / "out"
+    spec = expand(BASE)
+    claim_sweep_dir(out, spec, None)
+    run = spec.runs[0]
+    ckpt = out / "runs" / run.name / "checkpoints" / "update-0000016"
+    ckpt.mkdir(parents=True)
+    write_atomic(ckpt / "state.json", json.dumps({"env_steps": 8192}))
+    write_atomic(ckpt.parent / "latest.json", json.dumps({"checkpoint": ckpt.name}))
+    write_atomic(out / "runs" / run.name / "result.json", json.dumps({"total_steps": 1024, "eval_return_mean": 9.0}))
+    assert run_state(out, run) == "extended"
+    ckpt.joinpath("state.json").write_text(json.dumps({"env_steps": 1024}))
+    assert run_state(out, run) == "done"
+
+
+@pytest.mark.parametrize("seeds", [10**20, 10**6, [1] * 2, [True], 0])
+def test_absurd_seed_counts_are_one_line(tmp_path, capsys, seeds):
+    assert main(["sweep", spec_file(tmp_path, {**BASE, "seeds": seeds}), "--out", str(tmp_path / "o"),
+                 "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlkit: error:") and "seeds" in err and "\n" not in err
+
+
+def test_a_variant_name_too_long_for_a_folder_is_refused_before_anything_is_written(tmp_path, capsys):
+    spec = spec_file(tmp_path, {**BASE, "variants": {"x" * 300: {}}})
+    for extra in (["--dry-run"], []):
+        assert main(["sweep", spec, "--out", str(tmp_path / "o"), *extra]) == 2
+        assert "bytes; at most 200" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_damaged_manifest_is_one_line_and_left_as_it_is(tmp_path, capsys):
@@ -327,3 +360,7 @@ def test_eval_of_a_sweep_directory_names_its_runs_not_damaged_checkpoints(tmp_pa
     assert main(["eval", str(out)]) == 2
     line = capsys.readouterr().err.strip()
     assert line.startswith("rlkit: error:") and "sweep directory" in line and "unreadable" not in line
+    for path, words in ((tmp_path / "spec.toml", "is a file"), ("", "empty")):
+        Path(tmp_path / "spec.toml").write_text("x")
+        assert main(["eval", str(path)]) == 2
+        assert words in capsys.readouterr().err

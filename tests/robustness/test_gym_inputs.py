@@ -58,6 +58,17 @@ def test_resuming_a_finished_run_does_not_log_a_second_evaluation(finished_run, 
     assert [e.step for e in acc.Scalars("eval/return_mean")] == [1024]
 
 
+def test_an_extension_stopped_after_its_last_update_still_gets_its_final_evaluation(finished_run, tmp_path):
+    """Killed between its last checkpoint and its final evaluation, an extension's result.json is the
+    earlier run's: resuming evaluates the extended policy instead of reporting the old return."""
+    run = copy_run(finished_run, tmp_path)
+    before = (run / "result.json").read_text()
+    assert last_json(run_cli("train", "--resume", str(run), "--total-steps", "1536"))["total_steps"] == 1536
+    (run / "result.json").write_text(before)  # as if killed before the final evaluation was written
+    out = last_json(run_cli("train", "--resume", str(run)))
+    assert out["total_steps"] == 1536 and out["eval_history"][-1][0] == 1536
+
+
 def test_resume_of_an_rlhf_run_says_so(tmp_path):
     state = {"config": {}, "iteration": 2}
     ckpt = tmp_path / "r" / "checkpoints" / "iteration-000002"
