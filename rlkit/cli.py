@@ -229,7 +229,11 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
         print(f"rlkit: {name}: stopped after the update in flight; checkpoint {exc.checkpoint.name} written; "
               f"continue with: rlkit {command} --resume {exc.run_dir}", file=sys.stderr)
         return 128 + exc.signum
-    print("rlkit: interrupted; the newest checkpoint in the run directory (if any) is intact", file=sys.stderr)
+    if command == "sweep":
+        print("rlkit: interrupted; finished runs and checkpoints are kept; run the same command again to continue",
+              file=sys.stderr)
+    else:
+        print("rlkit: interrupted; the newest checkpoint in the run directory (if any) is intact", file=sys.stderr)
     return 130
 
 
