@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import logging
+import shlex
 import signal
 import sys
 from typing import Any, NoReturn
@@ -110,7 +111,7 @@ def _train(argv: list[str]) -> int:
     result = trainer.train()
     print(json.dumps(result.to_json()))
     print(f"eval return {result.eval_return_mean:.1f} +- {result.eval_return_std:.1f}; "
-          f"TensorBoard logs: tensorboard --logdir {result.run_dir}", file=sys.stderr)
+          f"TensorBoard logs: tensorboard --logdir {shlex.quote(result.run_dir)}", file=sys.stderr)
     return 0
 
 
@@ -185,8 +186,9 @@ def _sweep(argv: list[str]) -> int:
     parser.add_argument("--retry-failed", action="store_true", help="run failed runs again")
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their state, run nothing")
     args = parser.parse_args(argv)
-    from rlkit.ablation.sweep import plan, run_sweep
+    from rlkit.ablation.sweep import check_sweep_flags, plan, run_sweep
 
+    check_sweep_flags(args.workers, args.backend, args.gpus_per_run)
     if args.dry_run:
         spec, sweep_dir, states = plan(args.spec, args.out, args.budget)
         for run, state in states:
@@ -227,7 +229,7 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     if isinstance(exc, Interrupted):
         name = signal.Signals(exc.signum).name
         print(f"rlkit: {name}: stopped after the update in flight; checkpoint {exc.checkpoint.name} written; "
-              f"continue with: rlkit {command} --resume {exc.run_dir}", file=sys.stderr)
+              f"continue with: rlkit {command} --resume {shlex.quote(str(exc.run_dir))}", file=sys.stderr)
         return 128 + exc.signum
     if command == "sweep":
         print("rlkit: interrupted; finished runs and checkpoints are kept; run the same command again to continue",

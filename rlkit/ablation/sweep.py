@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +67,9 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
               ray_address: str | None = None, budget: str | None = None, retry_failed: bool = False,
               gpus_per_run: float = 0.0, progress: bool = True) -> SweepSummary:
     """Run every unfinished run of the spec (see :mod:`rlkit.ablation.runner`); returns the counts."""
-    if backend not in ("local", "ray"):
-        raise ConfigError(f"--backend must be local or ray, got {backend!r}")
+    check_sweep_flags(workers, backend, gpus_per_run)
     if workers is None:
         workers = min(len(os_cpus()), 64)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0:
-        raise ConfigError(f"--workers must be a positive number of processes, got {workers!r}")
     spec, sweep_dir = _checked(spec_path, out, budget)
     with sweep_lock(sweep_dir):
         claim_sweep_dir(sweep_dir, spec, budget)
@@ -83,13 +82,24 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
             elif todo:
                 run_ray(todo, sweep_dir, workers, ray_address, gpus_per_run, bar)
         except KeyboardInterrupt:
-            again = ["rlkit sweep", spec_path, *(["--out", out] if out else []),
-                     *(["--budget", budget] if budget else [])]
-            raise SweepInterrupted(" ".join(again)) from None
+            again = [spec_path, *(["--out", out] if out else []), *(["--budget", budget] if budget else [])]
+            raise SweepInterrupted("rlkit sweep " + shlex.join(again)) from None
         finally:
             bar.close()
             done, failed, missing = write_tables(sweep_dir, spec)
     return SweepSummary(str(sweep_dir), len(states), done, failed, missing, len(todo))
+
+
+def check_sweep_flags(workers: int | None, backend: str, gpus_per_run: float) -> None:
+    """One-line :class:`ConfigError` for flags no sweep can honour (checked by ``--dry-run`` too)."""
+    if backend not in ("local", "ray"):
+        raise ConfigError(f"--backend must be local or ray, got {backend!r}")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0):
+        raise ConfigError(f"--workers must be a positive number of processes, got {workers!r}")
+    if not (isinstance(gpus_per_run, (int, float)) and math.isfinite(gpus_per_run) and gpus_per_run >= 0):
+        raise ConfigError(f"--gpus-per-run must be a finite number >= 0, got {gpus_per_run!r}")
+    if gpus_per_run and backend != "ray":
+        raise ConfigError("--gpus-per-run applies to --backend ray (a local sweep uses each run's --device)")
 
 
 @contextlib.contextmanager

@@ -65,7 +65,7 @@ class OuterOptions:
         if self.outer_nesterov and self.outer_momentum == 0:
             raise ConfigError("outer_nesterov needs outer_momentum > 0")
         if not (math.isfinite(self.outer_bias) and self.outer_bias >= 0):
-            raise ConfigError(f"outer_bias must be >= 0, got {self.outer_bias!r}")
+            raise ConfigError(f"outer_bias must be a finite number >= 0, got {self.outer_bias!r}")
         momentum = self.outer_momentum > 0 and self.outer_optimizer == "SGD"
         if self.outer_bias > 0 and self.outer_bias_form == "momentum" and not momentum:
             raise ConfigError("outer_bias with outer_bias_form=momentum needs an outer momentum (outer_optimizer "

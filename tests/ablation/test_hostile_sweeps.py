@@ -104,6 +104,16 @@ def test_bad_sweep_flags_are_one_line(tmp_path, capsys, flags, words):
     assert err.startswith("rlkit: error:") and words in err and "\n" not in err and not out.exists()
 
 
+@pytest.mark.parametrize("flags,words", [(["--gpus-per-run", "-1", "--backend", "ray"], "gpus-per-run"),
+                                         (["--gpus-per-run", "nan", "--backend", "ray"], "gpus-per-run"),
+                                         (["--gpus-per-run", "0.5"], "applies to --backend ray")])
+def test_gpu_shares_are_checked_before_anything_is_written_dry_run_too(tmp_path, capsys, flags, words):
+    for dry in ([], ["--dry-run"]):
+        assert main(["sweep", spec_file(tmp_path), "--out", str(tmp_path / "o"), *flags, *dry]) == 2
+        assert words in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 def test_parser_errors_of_every_command_are_one_line(capsys):
     for argv in (["sweep"], ["report"], ["eval"], ["report", "x", "--reps", "many"], ["train", "--clip-coef", "abc"],
                  ["train", "--no-such-flag"], ["rlhf", "--num-envs", "two"]):
@@ -232,7 +242,7 @@ def _children(pid):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp_path):
-    spec, out = spec_file(tmp_path, SLOW), tmp_path / "out"
+    spec, out = spec_file(tmp_path, SLOW, name="my spec.toml"), tmp_path / "out dir"  # the command pastes as is
     cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
            "sweep", spec, "--out", str(out), "--workers", "2"]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
@@ -247,6 +257,10 @@ def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp
         proc.kill()
         raise AssertionError("the sweep did not stop after SIGINT to its pid")
     assert proc.returncode == 130 and "continue with: rlkit sweep" in err
+    import shlex
+
+    again = shlex.split(err.strip().splitlines()[-1].split("continue with: ", 1)[1])  # pastes as it reads
+    assert again[:3] == ["rlkit", "sweep", spec] and again[again.index("--out") + 1] == str(out)
     assert len(list(out.glob("runs/*/result.json"))) < 4 and len(list(out.glob("runs/*"))) <= 2  # none queued ran
     time.sleep(0.5)
     alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()

@@ -65,8 +65,9 @@ def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, asy
     assert latest == "update-0000000" and f"--resume {logdir / 'r'}" in err
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("delay", [0.3, 0.8])
-def test_sigint_while_rlkit_is_still_importing_is_one_line(tmp_path, delay):
+def test_a_signal_while_rlkit_is_still_importing_is_one_line(tmp_path, delay, sig):
     """The ``rlkit`` command's entry point (rlkit_launch) before torch has finished importing."""
     import sys
 
@@ -75,10 +76,10 @@ def test_sigint_while_rlkit_is_still_importing_is_one_line(tmp_path, delay):
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     time.sleep(delay)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err and proc.returncode in (130, -signal.SIGINT), err[-1500:]
-    if proc.returncode == 130:
+    assert "Traceback" not in err and proc.returncode in (128 + sig, -sig), err[-1500:]
+    if proc.returncode == 128 + sig:
         assert err.strip().splitlines()[-1].startswith("rlkit: ")
 
 
