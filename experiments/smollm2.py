@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -23,17 +24,21 @@ def prepare(out_dir: str | os.PathLike = DEFAULT_DIR) -> str:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from rlkit.rlhf.models import quiet_transformers
+
     src = os.path.dirname(spec.origin)
-    quantized = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=GGUF)
-    config = quantized.config
-    if hasattr(config, "quantization_config"):  # de-quantized already; a GGUF-flagged model won't save
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(quantized.state_dict(), strict=True)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    print(f"converting SmolLM2-135M-Instruct from {GGUF} (once) ...", file=sys.stderr)
+    with quiet_transformers():  # its own bars and load reports
+        quantized = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=GGUF)
+        config = quantized.config
+        if hasattr(config, "quantization_config"):  # de-quantized already; a GGUF-flagged model won't save
+            del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        model.load_state_dict(quantized.state_dict(), strict=True)
+        out.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
     return str(out)
 
 
