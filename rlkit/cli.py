@@ -79,6 +79,23 @@ def _flags_given(argv: list[str], cls: type) -> set[str]:
     return given
 
 
+def _refuse_switched_off(cfg: Any, argv: list[str]) -> None:
+    """``--no-hp3o --hp3o-plus`` (or ``--no-X`` after a preset that sets X's options): any option of
+    a variant turns it on, so a variant switched off by name while its options stay set is refused
+    in one line rather than silently left on."""
+    from rlkit.variants.registry import registered
+
+    off = {t[5:].replace("-", "_") for t in argv if t.startswith("--no-")}
+    for name in sorted(off & set(registered())):
+        options = getattr(cfg.variants, name, None)
+        if options is None or not options.enabled:
+            continue
+        fields = options.__dataclass_fields__
+        still = [f for f in fields if f != name and getattr(options, f) != fields[f].default]
+        raise ConfigError(f"--no-{name.replace('_', '-')} is refused: {', '.join(still) or name} still turn(s) "
+                          f"{name} on (any of its options does); drop them or the --no- flag")
+
+
 def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
     """On ``--resume``, the other fields the command line sets (the trainer refuses those a
     resumed run may not change, naming them)."""
@@ -101,6 +118,7 @@ def _train(argv: list[str]) -> int:
                        config=TYRO_CONFIG)
     from rlkit.gym.trainer import PPOTrainer
 
+    _refuse_switched_off(cfg, rest)
     if cfg.resume:
         if known.preset:
             raise ConfigError("--preset cannot be combined with --resume (a resumed run keeps its own config)")
@@ -154,6 +172,7 @@ def _rlhf(argv: list[str]) -> int:
     with deferred_validation():
         cfg = _tyro_cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
+    _refuse_switched_off(cfg, argv)
     if cfg.resume:
         trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=_resume_changes(cfg, argv))
     else:

@@ -234,3 +234,11 @@ def test_small_visible_things(tmp_path):
     assert help_proc.returncode == 0 and "rlkit train" in help_proc.stdout
     out = last_json(run_cli("train", *SMALL, "--eval-episodes", "0", "--logdir", str(tmp_path)))
     assert out["eval_return_mean"] is None and out["eval_return_std"] is None  # null, not NaN
+
+
+@pytest.mark.parametrize("args", [["--no-hp3o", "--hp3o-plus"], ["--preset", "cartpole", "hp3o-plus", "--no-hp3o"],
+                                  ["--no-outer", "--outer-lr", "1.5"]])
+def test_a_variant_switched_off_while_its_options_turn_it_on_is_refused(tmp_path, args):
+    line = error_line(run_cli("train", *args, "--logdir", str(tmp_path)))
+    assert "is refused" in line and "turn(s)" in line
+    assert not any(tmp_path.iterdir())
