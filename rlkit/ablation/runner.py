@@ -28,13 +28,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from tqdm import tqdm
-
 from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
+from rlkit.io.progress import progress_bar
 
 Outcome = dict[str, Any]
 """``{"name", "status": "done" | "failed" | "interrupted", "error", "result"}`` of one run."""
@@ -233,10 +232,10 @@ def _ray_execute(run: dict[str, Any], sweep_dir: str) -> Outcome:
 
 
 class Progress:
-    """One bar for the sweep: runs done of total, env steps per second, ETA; failures counted."""
+    """One bar for the sweep (on a terminal, when ``show``): runs done, env steps per second, ETA, failures."""
 
     def __init__(self, total: int, name: str, show: bool) -> None:
-        self.bar = tqdm(total=total, desc=name, unit="run", dynamic_ncols=True, disable=not show)
+        self.bar = progress_bar(total, "run", show, name)
         self.start, self.steps, self.failed = time.perf_counter(), 0, 0
 
     def __call__(self, outcome: Outcome) -> None:

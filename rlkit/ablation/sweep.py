@@ -6,7 +6,6 @@ import contextlib
 import math
 import os
 import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -75,7 +74,7 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
         claim_sweep_dir(sweep_dir, spec, budget)
         states = [(run, run_state(sweep_dir, run)) for run in spec.runs]
         todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
-        bar = Progress(len(todo), spec.name, progress and sys.stderr.isatty())
+        bar = Progress(len(todo), spec.name, progress)
         try:
             if todo and backend == "local":
                 run_local(todo, sweep_dir, min(workers, len(todo)), bar)

@@ -108,11 +108,8 @@ def checkpoint_candidates(path: str | Path) -> list[Path]:
     root = path / "checkpoints" if (path / "checkpoints").is_dir() else path
     if not root.is_dir():
         return []
-    named: list[Path] = []
-    try:
-        named.append(root / json.loads((root / LATEST).read_text())["checkpoint"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no pointer, or a garbled one: fall back to the folders themselves
+    pointed = _pointed(root)  # None: no pointer, or a garbled one: fall back to the folders themselves
+    named = [root / pointed] if pointed else []
     others = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True)
     return [p for p in dict.fromkeys(named + others) if _holds_checkpoint(p)]
 
@@ -122,11 +119,16 @@ def _holds_checkpoint(folder: Path) -> bool:
     return (folder / "state.json").is_file() or (folder / "tensors.safetensors").is_file()
 
 
+def _pointed(root: Path) -> str | None:
+    """The checkpoint name ``root/latest.json`` holds (None: no pointer, or a damaged one)."""
+    name = (read_json(root / LATEST) or {}).get("checkpoint")
+    return name if isinstance(name, str) and name else None
+
+
 def newest_checkpoint_steps(run_dir: str | Path) -> int | None:
     """Env steps of the checkpoint ``latest.json`` names (None: none, or unreadable)."""
-    pointer = read_json(Path(run_dir) / "checkpoints" / LATEST)
-    name = pointer.get("checkpoint") if pointer else None
-    state = read_json(Path(run_dir) / "checkpoints" / name / "state.json") if isinstance(name, str) else None
+    name = _pointed(Path(run_dir) / "checkpoints")
+    state = read_json(Path(run_dir) / "checkpoints" / name / "state.json") if name else None
     steps = state.get("env_steps") if state else None
     return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
