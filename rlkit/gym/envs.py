@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -11,6 +12,7 @@ import numpy as np
 
 from rlkit.errors import EnvError
 from rlkit.errors import one_line as _one_line
+from rlkit.gym.vector import SameStepEnvs
 
 
 def check_env_id(env_id: str) -> None:
@@ -41,7 +43,8 @@ def _signal_free_worker(*args: Any) -> None:
 
 
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwargs: Any) -> gym.vector.VectorEnv:
-    """``num_envs`` copies of ``env_id`` in SAME_STEP autoreset mode.
+    """``num_envs`` copies of ``env_id`` in SAME_STEP autoreset mode: in this process
+    (:class:`~rlkit.gym.vector.SameStepEnvs`), or one worker process each with ``async_envs``.
 
     SAME_STEP (Gymnasium 1.x): when an episode ends at step t, ``step`` returns the reset
     observation and puts the true final observation in ``info["final_obs"]``; so no
@@ -50,10 +53,11 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     """
     check_env_id(env_id)
     try:
-        vector_kwargs: dict[str, Any] = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False}
-        if async_envs:
-            vector_kwargs["worker"] = _signal_free_worker
-        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="async" if async_envs else "sync",
+        if not async_envs:  # Gymnasium's SyncVectorEnv semantics, without its per-step info merging
+            return SameStepEnvs([partial(gym.make, env_id, disable_env_checker=True, **env_kwargs)] * num_envs)
+        vector_kwargs: dict[str, Any] = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False,
+                                         "worker": _signal_free_worker}
+        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="async",
                             vector_kwargs=vector_kwargs, disable_env_checker=True, **env_kwargs)
     except EnvError:
         raise
