@@ -10,6 +10,7 @@ They write what an rlkit run writes for the sweep: ``result.json`` (the same key
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from pathlib import Path
@@ -36,6 +37,11 @@ def _common(cfg: dict[str, Any]) -> dict[str, Any]:
                                               optimizer_kwargs=dict(eps=cfg.get("adam_eps", 1e-5))))
 
 
+def _env_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The record's ``gymnasium.make`` keyword arguments (records written before the field: none)."""
+    return json.loads(cfg.get("env_kwargs") or "{}")
+
+
 def build_model(kind: str, cfg: dict[str, Any]) -> Any:
     """The SB3 model for a run's config record (``sb3:ppo`` matches PPO's settings field by field,
     except the value loss: SB3's is always ``vloss_form="clipped-mse"``, whatever the record says)."""
@@ -44,7 +50,7 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
         from stable_baselines3.common.vec_env import VecNormalize
     except ImportError:
         raise ConfigError("baselines need the optional extra: pip install 'rlkit[baselines]'") from None
-    env = make_vec_env(cfg["env"], n_envs=cfg["num_envs"], seed=cfg["seed"])
+    env = make_vec_env(cfg["env"], n_envs=cfg["num_envs"], seed=cfg["seed"], env_kwargs=_env_kwargs(cfg))
     if cfg["norm_obs"] or cfg["norm_reward"]:
         env = VecNormalize(env, norm_obs=cfg["norm_obs"], norm_reward=cfg["norm_reward"], gamma=cfg["gamma"],
                            clip_obs=10.0, clip_reward=10.0)
@@ -78,13 +84,15 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
         x = env.normalize_obs(obs) if isinstance(env, VecNormalize) else obs
         action, _ = model.predict(x, deterministic=True)
         space = env.action_space
-        return np.clip(action, space.low, space.high) if hasattr(space, "low") else action
+        if hasattr(space, "low"):
+            return np.clip(action, space.low, space.high)
+        return action.item() if np.ndim(action) == 0 else action  # a Discrete action as a Python int (dict-keyed envs)
 
     def evaluate(step: int) -> None:
         start = time.perf_counter()
         seconds.append(start - clock["start"] - clock["eval"])  # training time so far
         result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + EVAL_SEED_OFFSET,
-                              cfg["eval_max_steps"] or None)
+                              cfg["eval_max_steps"] or None, env_kwargs=_env_kwargs(cfg))
         clock["eval"] += time.perf_counter() - start
         history.append((step, result.mean, result.std))
         logger.scalars({"eval/return_mean": result.mean, "eval/return_std": result.std}, step)

@@ -34,6 +34,7 @@ total_steps = 1024
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 import tomllib
@@ -96,6 +97,10 @@ class SweepSpec:
     data: dict[str, Any] = field(default_factory=dict)
     """The parsed TOML (what identifies the sweep, with the budget)."""
 
+    def env_options(self) -> dict[str, dict[str, Any]]:
+        """Per env, the ``gymnasium.make`` keyword arguments its runs use (one set per env)."""
+        return {run.env: json.loads(run.config.get("env_kwargs") or "{}") for run in self.runs}
+
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
 """A sweep name: one folder name on every filesystem (no path separators, not ``.`` or ``..``)."""
@@ -127,6 +132,17 @@ def _refuse_shared_folders(runs: list[RunSpec], file: str) -> None:
             raise _fail(file, f"variants.{run.variant.split('[')[0]}",
                         f"runs {other.variant!r} and {run.variant!r} ({run.env}, seed {run.seed}) would share the "
                         f"run folder {run.name!r}; rename a variant or remove the repeated value")
+
+
+def _refuse_mixed_env_kwargs(runs: list[RunSpec], file: str) -> None:
+    """Every run of one env makes the same env (variants compare on one task; the report's random
+    policy plays it too): env_kwargs belongs at the top or in ``[env."ENV_ID"]``, not per variant."""
+    seen: dict[str, RunSpec] = {}
+    for run in runs:
+        first = seen.setdefault(run.env, run)
+        if run.config.get("env_kwargs", "") != first.config.get("env_kwargs", ""):
+            raise _fail(file, f"variants.{run.variant}", f"env_kwargs differ from variant {first.variant!r}'s on "
+                                                        f"{run.env}; set env_kwargs at the top or in [env.\"{run.env}\"]")
 
 
 def _check_env_tables(data: dict[str, Any], file: str, envs: set[str]) -> None:
@@ -194,6 +210,7 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
     grid = _grid(data.get("grid", {}), file)
     runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid)]
     _refuse_shared_folders(runs, file)
+    _refuse_mixed_env_kwargs(runs, file)
     names = list(dict.fromkeys(r.variant for r in runs))
     baseline = data.get("baseline", names[0])
     if baseline not in names:
@@ -255,6 +272,8 @@ def _fields(table: dict[str, Any], file: str, where: str) -> tuple[list[str], di
     for key in fields:
         if key not in RUN_FIELDS:
             raise _fail(file, f"{where}.{key}", "not a TrainConfig field the spec may set")
+    if isinstance(fields.get("env_kwargs"), dict):  # a TOML table: stored as the JSON the CLI takes
+        fields["env_kwargs"] = json.dumps(fields["env_kwargs"], sort_keys=True)
     return list(presets), fields
 
 

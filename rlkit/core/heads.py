@@ -121,10 +121,12 @@ class CategoricalHead(nn.Module):
         return actions + self.start if self.start else actions
 
     def numpy_sampler(self) -> NumpySampler:
-        return _NumpyCategorical()
+        return NumpyCategorical()
 
 
-class _NumpyCategorical:
+class NumpyCategorical:
+    """Inverse-CDF sampling of one categorical per row of logits ``[N, k]``."""
+
     def __init__(self) -> None:
         self._rows = np.arange(0)
 
@@ -244,3 +246,5 @@ def _box_head(space: gym.Space) -> PolicyHead:
 
 register_head(gym.spaces.Discrete, lambda space: CategoricalHead(int(space.n), int(space.start)))
 register_head(gym.spaces.Box, _box_head)
+
+from rlkit.core import multi_heads as _multi_heads  # noqa: E402,F401  (registers the MultiDiscrete and MultiBinary heads)

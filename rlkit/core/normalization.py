@@ -42,14 +42,19 @@ class RunningMeanStd:
 class ObsNormalizer:
     """``(obs - mean) / sqrt(var + eps)`` clipped to ``[-clip, clip]``; identity when disabled."""
 
-    def __init__(self, shape: tuple[int, ...], enabled: bool, clip: float = 10.0, eps: float = 1e-8) -> None:
+    def __init__(self, shape: tuple[int, ...], enabled: bool, clip: float = 10.0, eps: float = 1e-8,
+                 scaled: np.ndarray | None = None) -> None:
         self.enabled, self.clip, self.eps = enabled, clip, eps
         self.rms = RunningMeanStd(shape)
+        self.fixed = None if scaled is None or np.all(scaled) else ~np.asarray(scaled, bool)
+        """Columns passed through unchanged (one-hot and binary parts of an encoded observation)."""
         self._refresh()
 
     def _refresh(self) -> None:
         self._mean = self.rms.mean.astype(np.float32)
         self._inv_std = (1.0 / np.sqrt(self.rms.var + self.eps)).astype(np.float32)
+        if self.fixed is not None:
+            self._mean[self.fixed], self._inv_std[self.fixed] = 0.0, 1.0
 
     def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
         """``[N, *obs_shape]`` -> float32 normalized observations."""

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import gymnasium as gym
 import numpy as np
+
+from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
 from rlkit.core.normalization import ObsNormalizer
 from rlkit.errors import CheckpointError, ConfigError, ObservationError, one_line
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import check_env_id
+from rlkit.gym.envs import make_env
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state
 from rlkit.io.progress import progress_bar
@@ -36,17 +38,18 @@ class EvalResult(NamedTuple):
 
 
 def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int, seed: int = 0,
-                 max_steps: int | None = None, progress: bool = False) -> EvalResult:
+                 max_steps: int | None = None, progress: bool = False,
+                 env_kwargs: dict[str, Any] | None = None) -> EvalResult:
     """Returns of ``act`` over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each episode is
     cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
     an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
-    the sweep's baselines) uses. ``progress``: a bar of episodes on a terminal."""
+    the sweep's baselines) uses. ``progress``: a bar of episodes on a terminal; ``env_kwargs``: for
+    ``gymnasium.make``."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
         raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
-    check_env_id(env_id)
-    env = gym.make(env_id)
+    env = make_env(env_id, env_kwargs)
     cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
     returns, lengths, capped = [], [], 0
     bar = progress_bar(episodes, "episode", progress, "evaluating")
@@ -73,25 +76,18 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
 class Agent:
     """Acts with the trained policy; normalization statistics are frozen."""
 
-    def __init__(self, model: MLPActorCritic, obs_norm: ObsNormalizer, obs_shape: tuple[int, ...]) -> None:
-        self.model, self.obs_norm, self.obs_shape = model, obs_norm, tuple(obs_shape)
+    def __init__(self, model: MLPActorCritic, obs_norm: ObsNormalizer, encoder: ObsEncoder) -> None:
+        self.model, self.obs_norm, self.encoder = model, obs_norm, encoder
+        self.obs_shape = encoder.space.shape if isinstance(encoder.space, gym.spaces.Box) else None
+        """A Box observation's shape (None for other spaces)."""
         self.actor = model.snapshot()
 
-    def act(self, obs: np.ndarray, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
-        """Env-ready action(s) for one observation or a batch ``[N, *obs_shape]``."""
-        if obs is None:
-            raise ObservationError("observation is None")
-        try:
-            obs = np.asarray(obs, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise ObservationError(f"observation is not numeric: {exc}") from None
-        single = obs.shape == self.obs_shape
-        if not single and obs.shape[1:] != self.obs_shape:
-            raise ObservationError(f"observation of shape {obs.shape}; this agent takes {self.obs_shape} or a batch "
-                             f"[N, {', '.join(map(str, self.obs_shape))}]")
-        if not np.isfinite(obs).all():
+    def act(self, obs: Any, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
+        """Env-ready action(s) for one observation or a batch: ``[N, *obs_shape]`` for a Box space,
+        a list of observations for any other."""
+        batch, single = self._encode(obs)
+        if not np.isfinite(batch).all():
             raise ObservationError("observation contains NaN or inf")
-        batch = obs.reshape(1 if single else obs.shape[0], -1)
         x = self.obs_norm(batch, update=False)
         if deterministic:
             actions = self.actor.mode(x)
@@ -100,15 +96,36 @@ class Agent:
         actions = self.model.head.to_env(actions)
         return actions[0] if single else actions
 
+    def _encode(self, obs: Any) -> tuple[np.ndarray, bool]:
+        """``([N, dim] encoded, whether obs was one observation)``, or a one-line ObservationError."""
+        if obs is None:
+            raise ObservationError("observation is None")
+        if self.obs_shape is None:
+            space = self.encoder.space
+            items = [obs] if space.contains(obs) else list(obs) if isinstance(obs, (list, tuple)) else None
+            if not items or not all(space.contains(x) for x in items):
+                raise ObservationError(f"observation {str(obs)[:80]!r} is not in {space} (nor a list of such)")
+            return encode_items(self.encoder, items), len(items) == 1 and items[0] is obs
+        try:
+            obs = np.asarray(obs, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise ObservationError(f"observation is not numeric: {exc}") from None
+        single = obs.shape == self.obs_shape
+        if not single and obs.shape[1:] != self.obs_shape:
+            raise ObservationError(f"observation of shape {obs.shape}; this agent takes {self.obs_shape} or a batch "
+                                   f"[N, {', '.join(map(str, self.obs_shape))}]")
+        return obs.reshape(1 if single else obs.shape[0], -1), single
+
     def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None,
-                 progress: bool = False) -> EvalResult:
+                 progress: bool = False, env_kwargs: dict[str, Any] | None = None) -> EvalResult:
         """Deterministic returns over ``episodes`` episodes (see :func:`run_episodes`)."""
-        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress)
+        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs)
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":
+        encoder = make_encoder(obs_space)
         return cls(MLPActorCritic(obs_space, action_space, cfg.hidden_sizes),
-                   ObsNormalizer((int(np.prod(obs_space.shape)),), cfg.norm_obs), obs_space.shape)
+                   ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous), encoder)
 
     @classmethod
     def load(cls, run_dir: str | Path) -> tuple["Agent", TrainConfig]:
@@ -119,8 +136,7 @@ class Agent:
                               "(an RLHF run's policy is in its checkpoints and policy.safetensors)")
         require_state(str(ckpt), state, ("obs_norm",))
         cfg = TrainConfig.from_dict(state["config"])
-        check_env_id(cfg.env)
-        env = gym.make(cfg.env)
+        env = make_env(cfg.env, cfg.env_options)
         agent = cls.build(cfg, env.observation_space, env.action_space)
         env.close()
         try:

@@ -9,7 +9,9 @@ Validation raises :class:`rlkit.errors.ConfigError`, a one-line error.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, flat_init, require_minibatches,
                                require_positive_int)
@@ -27,6 +29,9 @@ class TrainConfig(ComposedConfig):
 
     env: str = "CartPole-v1"
     """Gymnasium environment id."""
+    env_kwargs: str = ""
+    """Keyword arguments for gymnasium.make as a JSON object, e.g. '{"is_slippery": false}'; kept with the
+    run, so --resume and rlkit eval make the same env."""
     seed: int = 1
     """Seed for torch, numpy and the environments; equal seeds give bit-identical runs on CPU."""
     total_steps: int = 500_000
@@ -82,8 +87,14 @@ class TrainConfig(ComposedConfig):
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
                               f"({self.batch_size} steps)")
+        self.env_options  # a one-line ConfigError unless a JSON object
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+
+    @property
+    def env_options(self) -> dict[str, Any]:
+        """``env_kwargs`` as a dict (``{}`` when empty)."""
+        return parse_env_kwargs(self.env_kwargs)
 
     @property
     def batch_size(self) -> int:
@@ -98,6 +109,22 @@ class TrainConfig(ComposedConfig):
     def checkpoint_every_updates(self) -> int:
         """Updates between checkpoints (``checkpoint_every`` env steps, at least one update)."""
         return Schedule.checkpoint_cadence(self.checkpoint_every, self.batch_size)
+
+
+def parse_env_kwargs(text: str) -> dict[str, Any]:
+    """The JSON object ``text`` (``{}`` for ""); anything else is a one-line :class:`ConfigError`."""
+    if not isinstance(text, str):
+        raise ConfigError(f"env_kwargs must be a JSON object in a string, e.g. '{{\"is_slippery\": false}}', "
+                          f"got {type(text).__name__}")
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"env_kwargs is not valid JSON ({exc}): {text[:80]!r}") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"env_kwargs must be a JSON object (keyword arguments for gymnasium.make), got {text[:80]!r}")
+    return value
 
 
 PRESETS: dict[str, dict[str, object]] = {

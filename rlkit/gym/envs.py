@@ -30,6 +30,21 @@ def check_env_id(env_id: str) -> None:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
 
 
+EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid"}
+"""Entry-point module prefix -> the rlkit extra that installs what its envs need."""
+
+
+def _cannot_make(env_id: str, exc: Exception) -> EnvError:
+    """A failed construction as one line; a missing optional dependency names rlkit's extra for it."""
+    message = f"could not make {env_id!r}: {_one_line(exc)}"
+    if isinstance(exc, (gym.error.DependencyNotInstalled, ImportError)):
+        entry = str(getattr(gym.spec(env_id.rpartition(":")[2]), "entry_point", ""))
+        extra = next((x for prefix, x in EXTRAS.items() if entry.startswith(prefix)), None)
+        if extra:
+            message += f" (install it with: pip install 'rlkit[{extra}]')"
+    return EnvError(message)
+
+
 def _signal_free_worker(*args: Any) -> None:
     """Gymnasium's subprocess worker, ignoring SIGINT and SIGTERM: an interrupt (Ctrl-C reaches
     the whole process group) is the trainer's alone, which finishes its update, checkpoints and
@@ -62,7 +77,16 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     except EnvError:
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
-        raise EnvError(f"could not make {env_id!r}: {_one_line(exc)}") from exc
+        raise _cannot_make(env_id, exc) from exc
+
+
+def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
+    """One ``env_id`` env (``gym.make`` with ``env_kwargs``); a failure is a one-line :class:`EnvError`."""
+    check_env_id(env_id)
+    try:
+        return gym.make(env_id, **(env_kwargs or {}))
+    except Exception as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
+        raise _cannot_make(env_id, exc) from exc
 
 
 def close_envs(envs: gym.vector.VectorEnv, env_id: str, abort: bool = False) -> None:

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from rlkit.core.encoders import make_encoder
 from rlkit.core.heads import PolicyHead, make_head
-from rlkit.errors import UnsupportedSpaceError
 
 
 class ActResult(NamedTuple):
@@ -43,18 +43,8 @@ def _mlp(sizes: list[int], out_gain: float) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-def obs_dim_of(space: gym.Space) -> int:
-    """Input width of the MLP: flat Box observations only (images would need a CNN torso)."""
-    if not isinstance(space, gym.spaces.Box):
-        raise UnsupportedSpaceError(f"unsupported observation space {space}: rlkit MLP policies take Box observations")
-    if len(space.shape) >= 3 or (space.dtype == np.uint8 and len(space.shape) >= 2):
-        raise UnsupportedSpaceError(f"observation space {space} looks like an image; rlkit's MLP policies take "
-                                    "flat vectors (no CNN torso yet): flatten or encode it in a wrapper")
-    return int(np.prod(space.shape))
-
-
 class MLPActorCritic(nn.Module):
-    """Separate actor and critic MLPs (tanh) over flat Box observations.
+    """Separate actor and critic MLPs (tanh) over encoded observations (:mod:`rlkit.core.encoders`).
 
     Parameters are ordered actor first, then critic (``actor_parameters`` /
     ``critic_parameters``), so a flat parameter vector has the actor as its prefix.
@@ -62,7 +52,7 @@ class MLPActorCritic(nn.Module):
 
     def __init__(self, obs_space: gym.Space, action_space: gym.Space, hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
         super().__init__()
-        self.obs_dim = obs_dim_of(obs_space)
+        self.obs_dim = make_encoder(obs_space).dim
         self.head: PolicyHead = make_head(action_space)
         sizes = [self.obs_dim, *hidden_sizes]
         self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01)

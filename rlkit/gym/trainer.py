@@ -18,13 +18,14 @@ import torch
 
 from rlkit.core.buffer import Batch, FullBatch, Rollout, RolloutBuffer, iterate_minibatches
 from rlkit.core.device import torch_device
+from rlkit.core.encoders import encode_items
 from rlkit.core.learner import Progress
 from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupted, Iteration, RunSpec, Schedule,
                              open_run_dir, seed_and_threads, timestamp, train_steps, write_result)
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
-from rlkit.errors import NonFiniteError
+from rlkit.errors import EnvError, NonFiniteError, one_line
 from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
 from rlkit.gym.checkpoint import Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym
@@ -80,7 +81,7 @@ class PPOTrainer:
         self.cfg = cfg
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
-        self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs)
+        self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, **cfg.env_options)
         self.agent = Agent.build(cfg, self.envs.single_observation_space, self.envs.single_action_space)
         self.model = self.agent.model.to(self.device)
         self.head = self.model.head
@@ -108,12 +109,22 @@ class PPOTrainer:
         """Reset all sub-envs. At update 0 with the run seed, later (after a checkpoint) with a
         seed derived from the update, so a resumed run continues exactly as an uninterrupted one."""
         seed = self.cfg.seed + EPISODE_RESEED_STRIDE * self.progress.updates_done
-        raw = reset_envs(self.envs, self.cfg.env, seed)
-        self._check_finite(raw, "observations")
-        self.obs = self.parts.obs_norm(raw.reshape(self.cfg.num_envs, -1), update=True)
+        self.obs = self.parts.obs_norm(self._encode(reset_envs(self.envs, self.cfg.env, seed)), update=True)
         self.parts.rew_scaler.reset()
         self.learner.source.reset()
         self.parts.episodes.reset()
+
+    def _encode(self, raw: object, items: bool = False) -> np.ndarray:
+        """``[N, dim]`` encoded observations of a vector-env batch (or a list of single ones), checked
+        finite; an observation that does not fit the space is a one-line :class:`EnvError`."""
+        encoder = self.agent.encoder
+        try:
+            obs = encode_items(encoder, raw) if items else encoder.batch(raw, self.cfg.num_envs)  # type: ignore[arg-type]
+        except (TypeError, ValueError, KeyError, IndexError) as exc:
+            raise EnvError(f"{self.cfg.env} returned an observation that does not fit its space {encoder.space}: "
+                           f"{one_line(exc)}") from None
+        self._check_finite(obs, "observations")
+        return obs
 
     def _check_finite(self, x: np.ndarray, what: str) -> None:
         x = as_observation_array(x, self.cfg.env) if what == "observations" else x
@@ -123,25 +134,23 @@ class PPOTrainer:
 
     def collect(self) -> np.ndarray:
         """Fill the buffer with ``num_steps`` vector steps; returns V of the last observations."""
-        cfg, buf, actor, n = self.cfg, self.buffer, self.actor, self.cfg.num_envs
+        cfg, buf, actor = self.cfg, self.buffer, self.actor
         obs_norm, rew_scaler, rng = self.parts.obs_norm, self.parts.rew_scaler, self.learner.rng
         obs = self.obs
         for t in range(cfg.num_steps):
             act = actor.act(obs, rng, with_values=False)
             buf.add_action(t, obs, act.actions, act.log_probs, act.values)
             raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
-            self._check_finite(raw_obs, "observations")
+            next_obs = self._encode(raw_obs)
             self._check_finite(rewards, "rewards")
             dones = terminated | truncated
             buf.add_outcome(t, rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
             timeouts = truncated & ~terminated
             if timeouts.any():  # bootstrap a time-out from V(final observation)
                 ids = np.flatnonzero(timeouts)
-                final = np.stack([info["final_obs"][i] for i in ids]).reshape(len(ids), -1)
-                self._check_finite(final, "observations")
-                final = obs_norm(final, update=False)
+                final = obs_norm(self._encode([info["final_obs"][i] for i in ids], items=True), update=False)
                 buf.set_final(t, ids, final, actor.value(final))
-            obs = obs_norm(raw_obs.reshape(n, -1), update=True)
+            obs = obs_norm(next_obs, update=True)
         self.obs = obs
         self.parts.episodes.rollout(buf.np["raw_rewards"], buf.np["dones"])
         buf.set_values(actor.value)  # V(s_t) for the whole rollout in one batched pass (same snapshot)
@@ -234,7 +243,7 @@ class PPOTrainer:
         cfg, steps = self.cfg, self.progress.env_steps
         self.agent.actor = self.model.snapshot()
         evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + EVAL_SEED_OFFSET,
-                                         max_steps=cfg.eval_max_steps or None)
+                                         max_steps=cfg.eval_max_steps or None, env_kwargs=cfg.env_options)
         logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
                         "eval/capped_episodes": float(evaluation.capped)}, steps)
         self.parts.evaluations.history.append((steps, evaluation.mean, evaluation.std))

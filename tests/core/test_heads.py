@@ -52,7 +52,7 @@ def test_gaussian_actions_clipped_only_for_the_env():
 @pytest.mark.parametrize("space", [
     gym.spaces.Dict({"a": gym.spaces.Discrete(2)}),
     gym.spaces.Tuple((gym.spaces.Discrete(2),)),
-    gym.spaces.MultiBinary(3),
+    gym.spaces.Text(5),
 ])
 def test_unsupported_action_space_names_it(space):
     with pytest.raises(UnsupportedSpaceError, match=type(space).__name__):

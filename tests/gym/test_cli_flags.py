@@ -5,7 +5,7 @@ import pytest
 
 from rlkit.cli import main
 
-TRAIN_FLAGS = """--env --seed --total-steps --num-envs --num-steps --num-minibatches --update-epochs
+TRAIN_FLAGS = """--env --env-kwargs --seed --total-steps --num-envs --num-steps --num-minibatches --update-epochs
 --learning-rate --anneal-lr --no-anneal-lr --gamma --gae-lambda --norm-adv --clip-coef --clip-vloss
 --no-clip-vloss --ent-coef --vf-coef --max-grad-norm --target-kl --norm-obs --norm-reward --async-envs
 --hidden-sizes --logdir --run-name --resume --checkpoint-every --eval-episodes --eval-every --device

@@ -1,0 +1,79 @@
+"""Which Gymnasium env ids rlkit trains on: every registered id (Gymnasium's built-ins, plus the
+families whose packages are installed: ale-py, minatar, minigrid) tried with a tiny budget
+(one env, 128 steps, one evaluation episode of at most 200 steps), each in this process, one after
+another. An id runs, or is refused with rlkit's one-line reason.
+
+    python benchmarks/env_coverage.py                 # every id; appends a section to RESULTS.md
+    python benchmarks/env_coverage.py --ids FrozenLake-v1 Taxi-v4 --write ""
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+import warnings
+
+from report import emit
+
+
+def family_ids() -> list[str]:
+    import gymnasium as gym
+
+    for module in ("ale_py", "minatar", "minigrid"):
+        try:
+            registered = __import__(module)
+            if module == "ale_py":
+                gym.register_envs(registered)
+            elif module == "minatar":
+                registered.gym.register_envs()
+        except ImportError:
+            pass
+    return list(gym.registry)
+
+
+def try_id(env_id: str, logdir: str) -> tuple[str, str]:
+    import rlkit
+    from rlkit.errors import RlkitError, one_line
+
+    cfg = dict(env=env_id, total_steps=128, num_envs=1, num_steps=64, num_minibatches=2, update_epochs=1,
+               eval_episodes=1, eval_max_steps=200, logdir=logdir, progress=False, checkpoint_every=10**9)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = rlkit.train(rlkit.TrainConfig(**cfg))
+        return "runs", f"eval return {result.eval_return_mean:.1f}"
+    except RlkitError as exc:
+        return "refused", one_line(exc)
+    except Exception as exc:  # not a one-line rlkit error: a defect to report
+        return "CRASH", f"{type(exc).__name__}: {one_line(exc)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ids", nargs="+", default=None, help="these ids only (default: every registered id)")
+    parser.add_argument("--write", default="benchmarks/RESULTS.md")
+    args = parser.parse_args()
+    ids = args.ids or family_ids()
+    rows = []
+    with tempfile.TemporaryDirectory() as logdir:
+        for env_id in ids:
+            status, detail = try_id(env_id, logdir)
+            rows.append((env_id, status, detail.replace("|", "/")[:220]))
+            print(f"{env_id}: {status} ({detail[:160]})", flush=True)
+    counts = {s: sum(r[1] == s for r in rows) for s in ("runs", "refused", "CRASH")}
+    lines = [f"{len(rows)} ids: {counts['runs']} run, {counts['refused']} refused with a one-line reason, "
+             f"{counts['CRASH']} crashed (not a one-line error).", "",
+             "| env id | outcome | detail |", "|---|---|---|"]
+    lines += [f"| {i} | {s} | {d} |" for i, s, d in rows]
+    header = [f"\n### Env coverage: every registered Gymnasium id with a tiny budget — {time.strftime('%Y-%m-%d %H:%M')}",
+              f"Command: `python benchmarks/env_coverage.py {' '.join(sys.argv[1:])}`  ",
+              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
+              f"Python {platform.python_version()}\n"]
+    emit(header + lines, args.write)
+
+if __name__ == "__main__":
+    main()
