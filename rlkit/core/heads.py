@@ -246,5 +246,3 @@ def _box_head(space: gym.Space) -> PolicyHead:
 
 register_head(gym.spaces.Discrete, lambda space: CategoricalHead(int(space.n), int(space.start)))
 register_head(gym.spaces.Box, _box_head)
-
-from rlkit.core import multi_heads as _multi_heads  # noqa: E402,F401  (registers the MultiDiscrete and MultiBinary heads)
