@@ -56,7 +56,10 @@ class BoxEncoder:
         self.continuous = np.ones(self.dim, bool)
 
     def batch(self, obs: Any, n: int) -> np.ndarray:
-        return np.asarray(obs).reshape(n, self.dim)
+        obs = np.asarray(obs)
+        if obs.shape != (n, *self.space.shape):  # equal sizes of another shape too (a (2, 2) for a (4,) space)
+            raise ValueError(f"observations of shape {obs.shape[1:]} for {self.space}")
+        return obs.reshape(n, self.dim)
 
 
 class OneHotEncoder:

@@ -148,3 +148,10 @@ def test_toy_text_envs_resume_bit_identically_and_evaluate(env, tmp_path, monkey
     assert len(agent.act([obs, obs])) == 2
     with pytest.raises(ObservationError):
         agent.act("not an observation")  # one-line ObservationError (an RlkitError)
+
+
+def test_a_box_observation_of_another_shape_is_refused_even_with_the_right_size():
+    enc = make_encoder(gym.spaces.Box(-1, 1, (4,)))
+    assert enc.batch(np.zeros((3, 4)), 3).shape == (3, 4)
+    with pytest.raises(ValueError, match="shape"):
+        enc.batch(np.zeros((3, 2, 2)), 3)
