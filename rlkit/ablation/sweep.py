@@ -14,7 +14,7 @@ from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
-from rlkit.gym.envs import check_env_id
+from rlkit.gym.envs import check_env_id, make_env
 
 
 @dataclass(frozen=True)
@@ -48,13 +48,16 @@ def plan(spec_path: str, out: str | None = None, budget: str | None = None
 
 
 def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[SweepSpec, Path]:
-    """The spec and its directory; every env id is checked and an existing sweep directory must
-    accept the spec (as the real run checks it again under the lock), before anything is written."""
+    """The spec and its directory; every env id is checked, an env with ``env_kwargs`` is made once
+    with them, and an existing sweep directory must accept the spec (as the real run checks it again
+    under the lock), before anything is written."""
     if out is not None and not str(out).strip():
         raise ConfigError("--out must name a directory, got an empty path")
     spec = load_spec(spec_path, budget)
-    for env in spec.envs:
+    for env, kwargs in spec.env_options().items():
         check_env_id(env)
+        if kwargs:  # an unknown keyword fails here, not in every run
+            make_env(env, kwargs).close()
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")

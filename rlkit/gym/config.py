@@ -119,12 +119,21 @@ def parse_env_kwargs(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError as exc:
         raise ConfigError(f"env_kwargs is not valid JSON ({exc}): {text[:80]!r}") from None
     if not isinstance(value, dict):
         raise ConfigError(f"env_kwargs must be a JSON object (keyword arguments for gymnasium.make), got {text[:80]!r}")
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (JSON itself lets the last of two equal keys win)."""
+    keys = [k for k, _ in pairs]
+    twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+    if twice is not None:
+        raise ValueError(f"key {twice!r} given twice")
+    return dict(pairs)
 
 
 PRESETS: dict[str, dict[str, object]] = {

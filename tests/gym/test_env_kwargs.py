@@ -15,7 +15,7 @@ from rlkit.errors import ConfigError, EnvError
 NOT_SLIPPERY = '{"is_slippery": false}'
 
 
-@pytest.mark.parametrize("text", ["[1]", "{nope", "3", '"x"'])
+@pytest.mark.parametrize("text", ["[1]", "{nope", "3", '"x"', "null", '{"a": 1, "a": 2}', {"is_slippery": False}])
 def test_anything_but_a_json_object_is_one_line(text, logdir):
     with pytest.raises(ConfigError, match="env_kwargs"):
         rlkit.TrainConfig(env="FrozenLake-v1", env_kwargs=text, logdir=logdir)
@@ -64,3 +64,13 @@ def test_a_missing_optional_dependency_names_the_extra(logdir):
         gym.register("rlkit-test/NoBox2D-v0", entry_point="gymnasium.envs.box2d.rlkit_not_here:Env")
     with pytest.raises(EnvError, match=r"pip install 'rlkit\[box2d\]'"):
         rlkit.train(rlkit.TrainConfig(env="rlkit-test/NoBox2D-v0", total_steps=512, logdir=logdir))
+
+
+def test_a_sweep_with_unusable_env_kwargs_is_refused_before_anything_is_written(tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "t"\nenvs = ["FrozenLake-v1"]\nseeds = 1\ntotal_steps = 1024\n'
+                    '[env."FrozenLake-v1"]\nenv_kwargs = {bogus = 1}\n[variants]\nppo = {}\n')
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 2
+    assert main(["sweep", str(spec), "--out", str(out)]) == 2
+    assert not out.exists()
