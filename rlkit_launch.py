@@ -26,7 +26,11 @@ def main() -> int:
         return 128 + (signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    return cli_main()
+    try:
+        return cli_main()
+    finally:  # the outcome is reported: a signal while Python shuts down must not change the exit code
+        for s in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(s, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

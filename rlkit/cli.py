@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import tyro
 
 from rlkit.core.config import deferred_validation, flat_field_names
-from rlkit.core.loop import stop_on_signals
+from rlkit.core.loop import StopRequest, stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
@@ -241,21 +241,39 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
     from rlkit.core.loop import Interrupted
 
+    signum = getattr(exc, "signum", signal.SIGINT)
     if isinstance(exc, SweepInterrupted):
         print(f"rlkit: interrupted; no further run started, the runs in flight checkpointed and stopped; "
               f"continue with: {exc.command}", file=sys.stderr)
         return 130
     if isinstance(exc, Interrupted):
-        name = signal.Signals(exc.signum).name
-        print(f"rlkit: {name}: stopped after the update in flight; checkpoint {exc.checkpoint.name} written; "
-              f"continue with: rlkit {command} --resume {shlex.quote(str(exc.run_dir))}", file=sys.stderr)
-        return 128 + exc.signum
+        print(f"rlkit: {signal.Signals(signum).name}: {_stopped(exc)}; continue with: "
+              f"rlkit {command} --resume {shlex.quote(str(exc.run_dir))}", file=sys.stderr)
+        return 128 + signum
     if command == "sweep":
         print("rlkit: interrupted; finished runs and checkpoints are kept; run the same command again to continue",
               file=sys.stderr)
+    elif command == "eval":
+        print("rlkit: interrupted; nothing was written", file=sys.stderr)
     else:
         print("rlkit: interrupted; the newest checkpoint in the run directory (if any) is intact", file=sys.stderr)
-    return 130
+    return 128 + signum
+
+
+def _stopped(exc: Any) -> str:
+    """What an interrupted run left: the checkpoint written (or standing) and where a resume starts."""
+    from rlkit.io.checkpoint import checkpoint_candidates, resumes_exactly
+
+    if exc.checkpoint is None:
+        return "stopped at once; the run has no checkpoint yet (a resume starts it again)"
+    what = (f"stopped after the update in flight; checkpoint {exc.checkpoint.name} written" if exc.written else
+            f"stopped at once; its newest checkpoint {exc.checkpoint.name} stands")
+    if resumes_exactly(exc.checkpoint):
+        return what
+    exact = next((c.name for c in checkpoint_candidates(exc.run_dir) if resumes_exactly(c)), None)
+    return what + (f" (a resume recomputes from {exact}, the newest scheduled checkpoint, to the numbers of an "
+                   "uninterrupted run)" if exact else " (a resume recomputes from the start, before which no "
+                   "checkpoint was scheduled, to the numbers of an uninterrupted run)")
 
 
 def _usage(ok: bool) -> int:
@@ -269,18 +287,25 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm, "sweep": _sweep, "report": _report}
     logging.basicConfig(format="rlkit: %(message)s", level=logging.WARNING)
-    try:
-        if argv[:1] in (["-h"], ["--help"]) or not argv or argv[0] not in commands:
-            return _usage(ok=argv[:1] in (["-h"], ["--help"]))
-        # A run owns SIGINT/SIGTERM from its start-up on (env workers, model loading): see stop_on_signals.
-        with stop_on_signals() if argv[0] in ("train", "rlhf") else contextlib.nullcontext():
-            return commands[argv[0]](argv[1:])
-    except RlkitError as exc:
-        print(f"rlkit: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc, argv[0])
-
+    if argv[:1] in (["-h"], ["--help"]) or not argv or argv[0] not in commands:
+        return _usage(ok=argv[:1] in (["-h"], ["--help"]))
+    # A run owns SIGINT/SIGTERM from its start-up on (env workers, model loading) until it has
+    # reported its outcome (see stop_on_signals); the other commands but sweep (which signals its
+    # runs itself) stop at the first signal. A signal while the outcome is reported is ignored.
+    owned = stop_on_signals() if argv[0] != "sweep" else contextlib.nullcontext(StopRequest())
+    with owned as request:
+        request.at_once = argv[0] not in ("train", "rlhf")
+        try:
+            code = commands[argv[0]](argv[1:])
+            request.over = True
+            return code
+        except RlkitError as exc:
+            request.over = True
+            print(f"rlkit: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as exc:
+            request.over = True
+            return _interrupted(exc, argv[0])
 
 if __name__ == "__main__":
     sys.exit(main())

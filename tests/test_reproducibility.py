@@ -150,6 +150,30 @@ def test_a_legacy_gym_checkpoint_resumes_in_two_legs_to_the_same_bits_as_in_one(
     assert in_two.eval_return_std == straight.eval_return_std
 
 
+@pytest.mark.parametrize("stop_at, scheduled", [(3, "update-0000002"), (1, None)])
+def test_a_run_stopped_between_scheduled_checkpoints_resumes_to_the_same_bits(logdir, monkeypatch, stop_at, scheduled):
+    """A signal after update ``stop_at`` (checkpoints every 2 updates) writes a checkpoint with the
+    envs mid-episode; the resume recomputes from the newest scheduled checkpoint (or from the start,
+    before the first) and ends with the uninterrupted run's bits and evaluation."""
+    def cfg(name):
+        return rlkit.preset("cartpole", "hp3o-plus", total_steps=6 * 512, num_envs=4, num_steps=128,
+                            checkpoint_every=1024, eval_episodes=2, progress=False, logdir=logdir, run_name=name)
+
+    straight = rlkit.train(cfg("straight"))
+    with monkeypatch.context() as m:
+        _stop_after_update(m, stop_at)
+        with pytest.raises(Interrupted) as stopped:
+            rlkit.train(cfg("stopped"))
+    interrupt = stopped.value.checkpoint
+    assert interrupt.name == f"update-{stop_at:07d}"
+    assert json.loads((interrupt / "state.json").read_text())["resumes_exactly"] is False
+    names = sorted(p.name for p in (Path(logdir) / "stopped" / "checkpoints").glob("update-*"))
+    assert names == sorted(filter(None, [scheduled, interrupt.name]))  # the interrupt pruned nothing
+    resumed = resume(str(Path(logdir) / "stopped"))
+    assert_same_bits(final_tensors(straight.run_dir), final_tensors(resumed.run_dir))
+    assert resumed.eval_return_mean == straight.eval_return_mean and resumed.updates == straight.updates == 6
+
+
 def _resume_rlhf(run, **changes):
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer

@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
-from rlkit.io.checkpoint import new_run_dir, run_dir_of
+from rlkit.io.checkpoint import checkpoint_candidates, new_run_dir, run_dir_of
 from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
@@ -46,8 +46,9 @@ class Steps(Protocol):
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:
         """After the update is logged (e.g. a periodic evaluation)."""
 
-    def save(self) -> Path:
-        """Write a checkpoint; returns its folder."""
+    def save(self, scheduled: bool) -> Path:
+        """Write a checkpoint; returns its folder. ``scheduled``: one of the cadence's (else a
+        signal stopped the run between two)."""
 
     def after_checkpoint(self) -> None:
         """After a checkpoint, unless the run is over (e.g. start new episodes)."""
@@ -129,38 +130,61 @@ def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any]
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped a run after the update in flight; a checkpoint was written."""
+    """SIGINT or SIGTERM stopped a run: after the update in flight with a checkpoint written
+    (``written``), or at once (a second signal, or one during the final evaluation) with the newest
+    checkpoint on disk standing (``checkpoint`` None: the run has none yet)."""
 
-    def __init__(self, signum: int, run_dir: Path, checkpoint: Path) -> None:
-        super().__init__(f"{signal.Signals(signum).name}: checkpoint {checkpoint.name} in {run_dir}")
-        self.signum, self.run_dir, self.checkpoint = signum, run_dir, checkpoint
+    def __init__(self, signum: int, run_dir: Path, checkpoint: Path | None, written: bool = True) -> None:
+        where = f"checkpoint {checkpoint.name}" if checkpoint is not None else "no checkpoint"
+        super().__init__(f"{signal.Signals(signum).name}: {where} in {run_dir}")
+        self.signum, self.run_dir, self.checkpoint, self.written = signum, run_dir, checkpoint, written
 
 
-class _StopRequest:
+class SignalStop(KeyboardInterrupt):
+    """A signal that stops the run at once (see :func:`stop_on_signals`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopRequest:
+    """What the signals received ask of the run (shared by nested :func:`stop_on_signals`)."""
+
     signum: int | None = None
+    """The first signal received (the run stops after the update in flight)."""
+    at_once: bool = False
+    """Set while nothing is left to save (the final evaluation): the first signal stops at once."""
+    over: bool = False
+    """Set once the command only reports its outcome: signals are ignored (the outcome stands)."""
 
 
-_ACTIVE: list[_StopRequest] = []
+_ACTIVE: list[StopRequest] = []
 """The request of the outermost :func:`stop_on_signals` in effect (signal handlers are per process)."""
 
 
 @contextlib.contextmanager
-def stop_on_signals() -> Iterator[_StopRequest]:
+def stop_on_signals() -> Iterator[StopRequest]:
     """The first SIGINT or SIGTERM asks the run to stop after the update in flight (and write a
-    checkpoint); a second one stops at once. Nested uses share the outermost request: the CLI
-    enters it before a run's start-up (env workers, model loading), so a signal then is honoured
-    at the first update rather than lost. Only the main thread can own signal handlers."""
+    checkpoint); a second one stops at once (:class:`SignalStop`). Nested uses share the outermost
+    request: the CLI enters it before a run's start-up (env workers, model loading), so a signal
+    then is honoured at the first update rather than lost, and keeps it while it reports the
+    outcome (``over``), so a late signal cannot turn a finished or checkpointed run into a
+    traceback. Only the main thread can own signal handlers."""
     if _ACTIVE:
         yield _ACTIVE[0]
         return
-    request = _StopRequest()
+    request = StopRequest()
     if threading.current_thread() is not threading.main_thread():
         yield request
         return
 
     def handler(signum: int, frame: object) -> None:
-        if request.signum is not None:
-            raise KeyboardInterrupt
+        if request.over:
+            return
+        if request.signum is not None or request.at_once:
+            request.over = True  # the stop is under way; what follows only reports it
+            raise SignalStop(signum)
         request.signum = signum
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -191,18 +215,31 @@ class RunSpec:
 
 def train_steps(steps: Steps, learner: Learner, progress: Progress, spec: RunSpec) -> None:
     """The run both trainers share: open the log (purging what a killed run wrote after the
-    resume point), run the updates to the end, ``finish`` (or ``abort`` on any error), close the log."""
+    resume point), run the updates to the end, ``finish`` (or ``abort`` on any error), close the log.
+    A signal during ``finish`` (the final evaluation) stops it at once: the run's last checkpoint
+    stands, and resuming the run evaluates it again."""
     axis = progress.updates_done if spec.schedule.log_by_updates else progress.env_steps
     logger = open_logger(spec.run_dir, axis if spec.resumed else None, spec.config, spec.variant, spec.metric_tags,
                          spec.lead)
-    try:
-        run_updates(steps, learner, progress, logger, spec.schedule, spec.progress_bar)
-        steps.finish(logger)
-    except BaseException as exc:
-        steps.abort(exc)
-        raise
-    finally:
-        logger.close()
+    with stop_on_signals() as stop:
+        try:
+            run_updates(steps, learner, progress, logger, spec.schedule, spec.progress_bar)
+            if stop.signum is not None:  # arrived after the last checkpoint: stop before the evaluation
+                raise SignalStop(stop.signum)
+            stop.at_once = True
+            try:
+                steps.finish(logger)
+            finally:
+                stop.at_once = False
+        except SignalStop as exc:
+            steps.abort(exc)
+            newest = next(iter(checkpoint_candidates(spec.run_dir)), None)
+            raise Interrupted(exc.signum, spec.run_dir, newest, written=False) from None
+        except BaseException as exc:
+            steps.abort(exc)
+            raise
+        finally:
+            logger.close()
 
 
 def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logger, schedule: Schedule,
@@ -210,8 +247,9 @@ def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logg
     """Update until ``schedule.num_updates``: set the learning rate, time and log each update,
     advance ``progress``, checkpoint on the cadence (the log is flushed first, so everything up to
     a checkpoint is on disk before the checkpoint exists). SIGINT/SIGTERM stop the run after the
-    update in flight with a checkpoint (:class:`Interrupted`); the continuation from it is a valid
-    run, though not bit-identical to an uninterrupted one (the checkpoint starts new episodes)."""
+    update in flight with a checkpoint (:class:`Interrupted`); ``steps.save`` is told whether that
+    checkpoint is one of the cadence's (a trainer whose runs continue differently from a checkpoint
+    off the cadence marks it so, and resumes from the newest one on it)."""
     if schedule.log_by_updates:  # e.g. RLHF: one bar step per iteration
         bar = progress_bar(schedule.num_updates, "it", progress_bar_on, initial=progress.updates_done)
     else:
@@ -222,9 +260,10 @@ def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logg
             while progress.updates_done < schedule.num_updates:
                 if stop.signum is None:  # a signal during start-up stops before the first update
                     _update(steps, learner, progress, logger, schedule, bar)
-                if schedule.checkpoint_due(progress.updates_done) or stop.signum is not None:
+                scheduled = schedule.checkpoint_due(progress.updates_done)
+                if scheduled or stop.signum is not None:
                     logger.flush()
-                    checkpoint = steps.save()
+                    checkpoint = steps.save(scheduled)
                     if stop.signum is not None:
                         raise Interrupted(stop.signum, checkpoint.parents[1], checkpoint)
                     if progress.updates_done < schedule.num_updates:

@@ -3,9 +3,11 @@
 What a checkpoint holds: the model's weights, the learner's state (Adam's moments, every random
 stream, the variants' state: Outer-PPO's optimizer, HP3O's stored trajectories), the progress
 (update, env steps, training seconds), observation and reward normalization, the recent returns
-and the evaluation history. Environments restart at each checkpoint from a seed derived from the
-update (``EPISODE_RESEED_STRIDE``), so a run resumed from update k continues exactly as the
-uninterrupted run.
+and the evaluation history. Environments restart at each scheduled checkpoint from a seed derived
+from the update (``EPISODE_RESEED_STRIDE``), so a run resumed from update k continues exactly as
+the uninterrupted run. A checkpoint a signal forced between two scheduled ones holds envs
+mid-episode, which no checkpoint can store: a resume starts from the newest scheduled one instead
+and recomputes the updates since, to the same numbers.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from rlkit.core.normalization import ObsNormalizer, RewardScaler
 from rlkit.errors import ConfigError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
-from rlkit.io.checkpoint import prefixed, restoring, save_checkpoint, unprefixed
+from rlkit.io.checkpoint import EXACT, prefixed, restoring, save_checkpoint, unprefixed
 from rlkit.io.files import read_json
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
@@ -71,14 +73,18 @@ def finished_result(run_dir: Path, env_steps: int) -> dict | None:
     return result if result is not None and result.get("total_steps") == env_steps else None
 
 
-def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progress, parts: GymParts) -> Path:
+def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progress, parts: GymParts,
+             scheduled: bool = True) -> Path:
+    """A checkpoint of the run. One off the cadence (``scheduled`` False: a signal stopped the run)
+    is marked (:data:`~rlkit.io.checkpoint.EXACT`) and prunes nothing, so the newest scheduled one,
+    from which a resume continues as the uninterrupted run, stays."""
     tensors, learner_state = learner.checkpoint()
     tensors.update(prefixed("model", parts.model.state_dict()))
     state = {"config": cfg.to_dict(), "trainer": "gym", **progress.to_json(), **learner_state,
              "obs_norm": parts.obs_norm.state_dict(), "rew_scaler": parts.rew_scaler.state_dict(),
              "recent_returns": list(parts.episodes.recent), "eval_history": parts.evaluations.history,
-             "eval_seconds": parts.evaluations.seconds}
-    return save_checkpoint(run_dir, f"update-{progress.updates_done:07d}", tensors, state)
+             "eval_seconds": parts.evaluations.seconds, EXACT: scheduled}
+    return save_checkpoint(run_dir, f"update-{progress.updates_done:07d}", tensors, state, keep=2 if scheduled else 0)
 
 
 def load_gym(run_dir: Path, stored: StoredRun, learner: Learner, parts: GymParts) -> Progress:

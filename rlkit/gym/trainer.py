@@ -196,8 +196,8 @@ class PPOTrainer:
                 steps // cfg.eval_every > (steps - cfg.batch_size) // cfg.eval_every:
             self._evaluate(logger)
 
-    def save(self) -> Path:
-        return save_gym(self.run_dir, self.cfg, self.learner, self.progress, self.parts)
+    def save(self, scheduled: bool) -> Path:
+        return save_gym(self.run_dir, self.cfg, self.learner, self.progress, self.parts, scheduled)
 
     def after_checkpoint(self) -> None:
         self._start_episodes()

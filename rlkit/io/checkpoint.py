@@ -26,6 +26,10 @@ from rlkit.io.files import read_json, write_json
 log = logging.getLogger("rlkit")
 
 LATEST = "latest.json"
+EXACT = "resumes_exactly"
+"""``state.json`` key, False on a checkpoint whose continuation is not the uninterrupted run's (a
+Gymnasium run stopped by a signal between two scheduled checkpoints: its envs were mid-episode).
+A resume that promises the same numbers starts from the newest checkpoint without it."""
 
 
 def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Tensor], state: dict[str, Any],
@@ -191,6 +195,11 @@ def load_checkpoint(path: str | Path, required: tuple[str, ...] = ("config",)
     candidates = checkpoint_candidates(path)
     if not candidates:
         raise no_checkpoint_error(path)
+    return _first_readable(candidates, required)
+
+
+def _first_readable(candidates: list[Path], required: tuple[str, ...]
+                    ) -> tuple[dict[str, torch.Tensor], dict[str, Any], Path]:
     errors = []
     for ckpt in candidates:
         try:
@@ -205,13 +214,34 @@ def load_checkpoint(path: str | Path, required: tuple[str, ...] = ("config",)
     raise CheckpointError(errors[0] + more)
 
 
-def find_resume_point(path: str | Path, required: tuple[str, ...]) -> tuple[dict[str, torch.Tensor], dict] | None:
-    """The checkpoint to resume from, or None for a run that never completed a checkpoint (it has
-    its ``config.json`` but no checkpoint folder, e.g. the disk filled during the first one)."""
-    if not checkpoint_candidates(path) and (run_dir_of(path) / "config.json").is_file():
+def resumes_exactly(ckpt: Path) -> bool:
+    """Whether resuming from ``ckpt`` continues as the uninterrupted run (see :data:`EXACT`; an
+    unreadable ``state.json`` counts as exact here, and is refused or skipped when it is read)."""
+    state = read_json(ckpt / "state.json")
+    return not (isinstance(state, dict) and state.get(EXACT) is False)
+
+
+def find_resume_point(path: str | Path, required: tuple[str, ...], exact: bool = False
+                      ) -> tuple[dict[str, torch.Tensor], dict] | None:
+    """The checkpoint to resume from, or None for a run that starts again from its ``config.json``:
+    it never completed a checkpoint (e.g. the disk filled during the first one), or, with
+    ``exact``, its only checkpoints were written off its cadence (see :data:`EXACT`)."""
+    candidates = checkpoint_candidates(path)
+    fresh = (run_dir_of(path) / "config.json").is_file()
+    if not candidates and fresh:
         log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
         return None
-    tensors, state, _ = load_checkpoint(path, required)
+    usable = [c for c in candidates if resumes_exactly(c)] if exact else candidates
+    if candidates and not usable and fresh:
+        log.warning("%s was stopped before its first scheduled checkpoint: it starts again from its beginning "
+                    "and recomputes the same numbers as an uninterrupted run", run_dir_of(path))
+        return None
+    if usable and usable[0] != candidates[0]:
+        log.warning("%s was written at an interrupt; resuming from %s, the newest scheduled checkpoint, to the "
+                    "same numbers as an uninterrupted run", candidates[0].name, usable[0].name)
+    if not candidates:
+        raise no_checkpoint_error(path)
+    tensors, state, _ = _first_readable(usable or candidates, required)
     return tensors, state
 
 

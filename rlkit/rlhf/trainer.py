@@ -263,7 +263,8 @@ class RLHFTrainer:
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:
         self.parts.history.append(stats)
 
-    def save(self) -> Path:
+    def save(self, scheduled: bool) -> Path:
+        """Any checkpoint continues exactly (the run holds no episode across iterations)."""
         return save_rlhf(self.run_dir, self.cfg, self.learner, self.progress, self.parts)
 
     def after_checkpoint(self) -> None:

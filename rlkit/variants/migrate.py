@@ -46,7 +46,7 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     A state that does not hold what it should is a one-line :class:`CheckpointError`."""
     refuse_changes(changes, resumable)
     if trainer == "gym":
-        found = find_resume_point(path, ("config",))
+        found = find_resume_point(path, ("config",), exact=True)
         if found is None:
             record = _fresh_record(path)
             return StoredRun(migrate_config(record, trainer), None, None)

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parents[2]
-CLI = "import sys, tests.toy_envs; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys, tests.toy_envs, rlkit_launch; sys.exit(rlkit_launch.main())"
+"""The ``rlkit`` command as installed (its entry point is rlkit_launch), with the toy envs registered."""
 SMALL = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
          "--eval-episodes", "1", "--total-steps", "1024"]
 

@@ -111,3 +111,52 @@ def test_a_dead_async_worker_is_an_env_error(tmp_path):
     line = error_line(run_cli("train", *SMALL, "--env", "rlkit-test/DyingWorker-v0", "--async-envs",
                               "--logdir", str(tmp_path), timeout=120))
     assert "rlkit-test/DyingWorker-v0" in line
+
+
+def _wait_for(path, proc, timeout=60):
+    deadline = time.time() + timeout
+    while not path.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.002)
+    assert path.exists(), f"{path} never appeared"
+
+
+@pytest.mark.parametrize("gap", [0.005, 0.05])
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_while_the_run_stops_is_still_one_line(tmp_path, gap, second):
+    """The second signal lands while the first one's checkpoint is written or reported."""
+    logdir = tmp_path / "runs"
+    args = ["train", "--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
+            "--total-steps", "10000000", "--checkpoint-every", "128", "--eval-episodes", "1",
+            "--logdir", str(logdir), "--run-name", "r"]
+    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    _wait_for(logdir / "r" / "checkpoints" / "update-0000003", proc)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(gap)
+    proc.send_signal(second)
+    _, err = proc.communicate(timeout=60)
+    lines = err.strip().splitlines()
+    assert proc.returncode in (130, 128 + second) and "Traceback" not in err, err[-1500:]
+    assert len(lines) == 1 and lines[0].startswith("rlkit: SIG") and f"--resume {logdir / 'r'}" in lines[0], err
+
+
+def test_a_signal_during_the_final_evaluation_stops_it_and_a_resume_evaluates(tmp_path):
+    logdir, run = tmp_path / "runs", tmp_path / "runs" / "r"
+    args = ["train", "--env", "rlkit-test/Endless-v0", "--num-envs", "2", "--num-steps", "64",
+            "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "256", "--checkpoint-every", "128",
+            "--eval-episodes", "1", "--eval-max-steps", "100000000", "--logdir", str(logdir), "--run-name", "r"]
+    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    _wait_for(run / "checkpoints" / "update-0000002", proc)
+    time.sleep(0.5)  # in the (endless) final evaluation
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("a SIGINT during the final evaluation was ignored")
+    assert proc.returncode == 130 and "Traceback" not in err, err[-1500:]
+    assert "stopped at once; its newest checkpoint update-0000002 stands" in err
+    assert not (run / "result.json").exists()
+    out = last_json(run_cli("train", "--resume", str(run), "--eval-max-steps", "50"))
+    assert out["total_steps"] == 256 and out["eval_return_mean"] is not None
