@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import check_env_id, make_env
+from rlkit.io.lock import FolderLock
 
 
 @dataclass(frozen=True)
@@ -104,40 +103,15 @@ def check_sweep_flags(workers: int | None, backend: str, gpus_per_run: float) ->
         raise ConfigError("--gpus-per-run applies to --backend ray (a local sweep uses each run's --device)")
 
 
-@contextlib.contextmanager
-def sweep_lock(sweep_dir: Path) -> Iterator[None]:
-    """Hold the sweep directory for this process: a second ``rlkit sweep`` into the same directory
-    is refused in one line while this one runs (an OS lock: released when the process dies, even
-    by SIGKILL). Without ``fcntl`` (Windows) there is no lock."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
+def sweep_lock(sweep_dir: Path) -> FolderLock:
+    """Hold the sweep directory for this process (a context manager): a second ``rlkit sweep`` into
+    the same directory is refused in one line while this one runs (see :class:`FolderLock`)."""
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(sweep_dir / LOCK, "a+")
     except OSError as exc:
         raise ConfigError(f"cannot use {sweep_dir} as a sweep directory: {exc.strerror or exc}") from None
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise ConfigError(f"{sweep_dir} is in use by another rlkit sweep ({holder}); wait for it to finish or "
-                              "stop it, then run this command again") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return FolderLock(sweep_dir, LOCK, "rlkit sweep", "run this command again")
 
 
 def os_cpus() -> list[int]:
-    import os
-
     return list(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))

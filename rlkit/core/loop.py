@@ -22,6 +22,7 @@ from tqdm import tqdm
 from rlkit.core.learner import Learner, Progress
 from rlkit.io.checkpoint import checkpoint_candidates, new_run_dir, run_dir_of
 from rlkit.io.files import write_json
+from rlkit.io.lock import RUN_LOCK, FolderLock
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
 
@@ -104,12 +105,22 @@ def seed_and_threads(seed: int, threads: int) -> None:
     torch.manual_seed(seed)
 
 
-def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: str | None) -> Path:
+class RunDir(NamedTuple):
+    """A run's directory and this process's lock on it."""
+
+    path: Path
+    lock: FolderLock
+    """Held until the run ends: a second process training the same run (two ``--resume``) is
+    refused in one line, and so is a directory this process cannot write."""
+
+
+def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: str | None) -> RunDir:
     """The resumed run's directory, or a new one made exclusively: ``logdir/run_name`` (refused
-    if it exists) or ``logdir/default_name`` (numbered on a clash, e.g. runs started together)."""
-    if resume:
-        return run_dir_of(resume)
-    return new_run_dir(logdir, run_name or default_name, numbered=run_name is None)
+    if it exists) or ``logdir/default_name`` (numbered on a clash, e.g. runs started together);
+    locked for this process."""
+    path = run_dir_of(resume) if resume else new_run_dir(logdir, run_name or default_name,
+                                                         numbered=run_name is None)
+    return RunDir(path, FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire())
 
 
 def timestamp() -> str:

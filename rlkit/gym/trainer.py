@@ -97,12 +97,13 @@ class PPOTrainer:
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,
                                     self.head.action_dtype)
         default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
-        self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
-        self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
-        self.actor = self.model.snapshot()
-        self.prior: dict | None = None
-        """The result of a finished run that is resumed (its final evaluation stands)."""
-        self._start_episodes()
+        self.run_dir, self.lock = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
+        with self.lock.released_on_error():
+            self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
+            self.actor = self.model.snapshot()
+            self.prior: dict | None = None
+            """The result of a finished run that is resumed (its final evaluation stands)."""
+            self._start_episodes()
 
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:
@@ -214,28 +215,30 @@ class PPOTrainer:
         close_envs(self.envs, self.cfg.env, abort=not isinstance(error, Interrupted))
 
     def train(self) -> TrainResult:
-        cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
-        done = self.resumed and progress.updates_done >= cfg.num_updates
-        self.prior = finished_result(self.run_dir, progress.env_steps) if done else None
-        schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
-                            progress_total=cfg.num_updates * cfg.batch_size)
-        train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
-                                                          ["eval/return_mean", "charts/episodic_return"],
-                                                          variant_fields(), schedule, self.resumed, cfg.progress))
-        if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
-            evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
-            evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
-            mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
-                         for k in ("eval_return_mean", "eval_return_std"))
-        elif cfg.eval_episodes:
-            mean, std = evaluations.history[-1][1:]
-        else:
-            mean = std = float("nan")
-        sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
-        result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
-                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
-        write_result(self.run_dir, result.to_json())
-        return result
+        """Run to the end (holding the run directory), evaluate, write ``result.json``."""
+        with self.lock:
+            cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
+            done = self.resumed and progress.updates_done >= cfg.num_updates
+            self.prior = finished_result(self.run_dir, progress.env_steps) if done else None
+            schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
+                                progress_total=cfg.num_updates * cfg.batch_size)
+            train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
+                                                              ["eval/return_mean", "charts/episodic_return"],
+                                                              variant_fields(), schedule, self.resumed, cfg.progress))
+            if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
+                evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
+                evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
+                mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
+                             for k in ("eval_return_mean", "eval_return_std"))
+            elif cfg.eval_episodes:
+                mean, std = evaluations.history[-1][1:]
+            else:
+                mean = std = float("nan")
+            sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
+            result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
+                                 progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
+            write_result(self.run_dir, result.to_json())
+            return result
 
     def _evaluate(self, logger: Logger) -> EvalResult:
         """Deterministic evaluation of the current policy on its own env and seeds (the training

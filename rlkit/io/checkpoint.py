@@ -58,6 +58,11 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
     for stale in old[:-keep] if keep > 0 else []:
         if stale != final:
             shutil.rmtree(stale, ignore_errors=True)
+    for leftover in root.glob(".*.tmp"):  # a killed writer's (the run's lock makes this process the only one)
+        if leftover.is_dir():
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            leftover.unlink(missing_ok=True)
     return final
 
 

@@ -12,6 +12,7 @@ Gymnasium trainer (update hooks, a batch source); the loop is :mod:`rlkit.core.l
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -97,9 +98,10 @@ class RLHFTrainer:
         self.learner, self.group_size = build_learner("rlhf", cfg, flat,
                                                       self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                                       self.device, self.model, FreshGrid())
-        self.run_dir = open_run_dir(cfg.logdir, cfg.run_name, f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}",
-                                    cfg.resume)
-        self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
+        self.run_dir, self.lock = open_run_dir(cfg.logdir, cfg.run_name,
+                                               f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}", cfg.resume)
+        with self.lock.released_on_error():
+            self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
 
     def _make_envs(self, prompts: list[str], reward: Any) -> list[TokenEnv]:
         cfg, lm_config = self.cfg, self.model.lm.config
@@ -277,20 +279,23 @@ class RLHFTrainer:
         """Nothing: the run owns no environment processes."""
 
     def train(self) -> RLHFResult:
-        cfg, progress = self.cfg, self.progress
-        schedule = Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
-                            log_by_updates=True)
-        train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
-                                                          ["charts/score", "charts/kl"], variant_fields(), schedule,
-                                                          self.resumed, cfg.progress))
-        if cfg.save_model:
-            state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
-            save_file({k: v.detach().cpu().contiguous() for k, v in state.items()},
-                      str(self.run_dir / "policy.safetensors"))
-        result = RLHFResult(progress.updates_done, progress.env_steps / progress.seconds if progress.seconds else 0.0,
-                            str(self.run_dir), list(self.parts.history))
-        write_result(self.run_dir, result.to_json())
-        return result
+        """Run to the end (holding the run directory), save the policy, write ``result.json``."""
+        with self.lock:
+            cfg, progress = self.cfg, self.progress
+            schedule = Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
+                                log_by_updates=True)
+            train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
+                                                              ["charts/score", "charts/kl"], variant_fields(), schedule,
+                                                              self.resumed, cfg.progress))
+            if cfg.save_model:
+                state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
+                tmp = self.run_dir / ".policy.safetensors.tmp"  # renamed into place: never seen half-written
+                save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(tmp))
+                os.replace(tmp, self.run_dir / "policy.safetensors")
+            result = RLHFResult(progress.updates_done, progress.env_steps / progress.seconds if progress.seconds else 0.0,
+                                str(self.run_dir), list(self.parts.history))
+            write_result(self.run_dir, result.to_json())
+            return result
 
 
 def train_rlhf(cfg: RLHFConfig, **components: Any) -> RLHFResult:

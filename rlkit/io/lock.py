@@ -1,0 +1,78 @@
+"""An OS lock that one process holds on a folder while it writes there (a sweep directory, a run
+directory): a second process is refused in one line. The lock is released when the holder exits,
+even by SIGKILL, so nothing stale is ever left to clear by hand. Without ``fcntl`` (Windows) there
+is no lock."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+from rlkit.errors import ConfigError
+
+RUN_LOCK = ".rlkit-run.lock"
+"""The file a training process holds locked in its run directory."""
+
+
+class FolderLock:
+    """Holds ``folder/name`` locked (exclusive, non-blocking) from :meth:`acquire` to :meth:`release`.
+
+    ``what`` names the holder in the refusal, e.g. "rlkit sweep"; ``then`` says what to do once it is gone."""
+
+    def __init__(self, folder: Path, name: str, what: str, then: str) -> None:
+        self.folder, self.path, self.what, self.then = Path(folder), Path(folder) / name, what, then
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> "FolderLock":
+        """Take the lock (held already: nothing to do); another holder is a one-line :class:`ConfigError`."""
+        if self._handle is not None:
+            return self
+        try:
+            import fcntl
+        except ImportError:
+            return self
+        try:
+            handle = open(self.path, "a+")
+        except OSError as exc:
+            raise ConfigError(f"cannot write in {self.folder}: {exc.strerror or exc}") from None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise ConfigError(f"{self.folder} is in use by another {self.what} ({holder}); wait for it to finish "
+                              f"or stop it, then {self.then}") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        self._handle = handle
+        return self
+
+    def release(self) -> None:
+        """Let the folder go (closing the file releases the lock); a second call does nothing."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    @contextlib.contextmanager
+    def released_on_error(self) -> Iterator[None]:
+        """Release the lock if the block raises (a set-up that fails lets the folder go at once)."""
+        try:
+            yield
+        except BaseException:
+            self.release()
+            raise
+
+    def __enter__(self) -> "FolderLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()

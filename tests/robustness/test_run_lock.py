@@ -1,0 +1,62 @@
+"""One process per run directory: a second ``--resume`` of a run in training is refused in one line,
+and a run directory this process cannot write is one line too."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from rlkit.io.checkpoint import resolve_checkpoint
+
+from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, run_cli
+
+LONG = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
+        "--total-steps", "10000000", "--checkpoint-every", "128", "--eval-episodes", "1"]
+
+
+def test_a_second_resume_of_a_run_in_training_is_refused_and_changes_nothing(tmp_path):
+    run = tmp_path / "runs" / "r"
+    first = subprocess.Popen(cli_command("train", *LONG, "--logdir", str(tmp_path / "runs"), "--run-name", "r"),
+                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while not (run / "checkpoints" / "latest.json").exists() and time.time() < deadline:
+            time.sleep(0.02)
+        for changes in ([], ["--total-steps", "20000000"]):
+            line = error_line(run_cli("train", "--resume", str(run), *changes))
+            assert f"{run} is in use by another rlkit process (pid {first.pid})" in line, line
+        assert first.poll() is None  # the run in training goes on
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert first.returncode == 130
+    done = json.loads((resolve_checkpoint(run) / "state.json").read_text())["env_steps"]
+    resumed = last_json(run_cli("train", "--resume", str(run), "--total-steps", str(done + 256)))  # free again
+    assert resumed["run_dir"] == str(run.resolve()) and resumed["total_steps"] == done + 256
+
+
+def test_a_run_directory_that_cannot_be_written_is_one_line(tmp_path):
+    out = last_json(run_cli("train", *SMALL, "--logdir", str(tmp_path), "--run-name", "r"))
+    run = tmp_path / "r"
+    lock = run / ".rlkit-run.lock"
+    lock.unlink()
+    lock.mkdir()  # the lock cannot be opened, as in a read-only folder (root ignores permissions)
+    before = sorted(p.name for p in run.rglob("*"))
+    line = error_line(run_cli("train", "--resume", str(run), "--total-steps", "2048"))
+    assert f"cannot write in {run}" in line, line
+    assert sorted(p.name for p in run.rglob("*")) == before and out["total_steps"] == 1024
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_run_directory_is_one_line(tmp_path):
+    last_json(run_cli("train", *SMALL, "--logdir", str(tmp_path), "--run-name", "r"))
+    run = tmp_path / "r"
+    os.chmod(run, 0o555)
+    try:
+        assert "cannot write in" in error_line(run_cli("train", "--resume", str(run), "--total-steps", "2048"))
+    finally:
+        os.chmod(run, 0o755)
