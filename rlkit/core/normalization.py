@@ -34,9 +34,15 @@ class RunningMeanStd:
         return {"mean": self.mean.tolist(), "var": self.var.tolist(), "count": self.count}
 
     def load_state_dict(self, state: dict[str, object]) -> None:
-        self.mean = np.asarray(state["mean"], np.float64)
-        self.var = np.asarray(state["var"], np.float64)
-        self.count = float(state["count"])  # type: ignore[arg-type]
+        """Statistics of the same shape (anything else is a ``ValueError`` naming it)."""
+        mean, var = np.asarray(state["mean"], np.float64), np.asarray(state["var"], np.float64)
+        count = float(state["count"])  # type: ignore[arg-type]
+        if mean.shape != self.mean.shape or var.shape != self.mean.shape:
+            raise ValueError(f"running statistics of shape {list(mean.shape)}/{list(var.shape)}; expected "
+                             f"{list(self.mean.shape)}")
+        if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all() and count > 0):
+            raise ValueError("running statistics that are not finite, or a negative variance or count")
+        self.mean, self.var, self.count = mean, var, count
 
 
 class ObsNormalizer:
@@ -109,4 +115,7 @@ class RewardScaler:
     def load_state_dict(self, state: dict[str, object]) -> None:
         self.enabled, self.clip = bool(state["enabled"]), float(state["clip"])  # type: ignore[arg-type]
         self.rms.load_state_dict(state["rms"])  # type: ignore[arg-type]
-        self.returns = np.asarray(state["returns"], np.float64)
+        returns = np.asarray(state["returns"], np.float64)
+        if returns.shape != self.returns.shape:
+            raise ValueError(f"discounted returns of shape {list(returns.shape)}; expected {list(self.returns.shape)}")
+        self.returns = returns

@@ -84,10 +84,26 @@ def adam_state(optimizer: Optimizer, param: torch.Tensor) -> dict[str, torch.Ten
 def restore_adam_state(optimizer: Optimizer, param: torch.Tensor, tensors: dict[str, torch.Tensor]) -> None:
     """Adam's per-parameter state from a checkpoint loaded on the CPU: the moments go to the
     parameter's device, and so does ``step`` when the kernel is fused (torch's fused Adam wants
-    it there; the unfused one keeps it on CPU)."""
+    it there; the unfused one keeps it on CPU). State that does not fit ``param`` (a moment of
+    another shape or dtype, a missing key, a step that is no count) is a ``ValueError`` naming it."""
     if not tensors:
         return
+    _check_adam_state(param, tensors)
     group = optimizer.param_groups[0]
     on_device = group["fused"] or group["capturable"]
     optimizer.state[param] = {k: v.to(param.device) if k != "step" or on_device else v.cpu()
                               for k, v in tensors.items()}
+
+
+def _check_adam_state(param: torch.Tensor, tensors: dict[str, torch.Tensor]) -> None:
+    missing = [k for k in ("step", "exp_avg", "exp_avg_sq") if k not in tensors]
+    if missing:
+        raise ValueError(f"Adam's state lacks {', '.join(missing)}")
+    for name in ("exp_avg", "exp_avg_sq"):
+        moment = tensors[name]
+        if moment.shape != param.shape or moment.dtype != param.dtype:
+            raise ValueError(f"Adam's {name} is {moment.dtype} of shape {list(moment.shape)}; the parameters are "
+                             f"{param.dtype} of shape {list(param.shape)}")
+    step = tensors["step"]
+    if step.dim() != 0 or not step.is_floating_point() or not (0 <= float(step) < float("inf")):
+        raise ValueError(f"Adam's step is not a count: {step.dtype} of shape {list(step.shape)}")

@@ -12,6 +12,7 @@ and recomputes the updates since, to the same numbers.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -21,7 +22,7 @@ from torch import nn
 
 from rlkit.core.learner import Learner, Progress
 from rlkit.core.normalization import ObsNormalizer, RewardScaler
-from rlkit.errors import ConfigError
+from rlkit.errors import CheckpointError, ConfigError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import EXACT, prefixed, restoring, save_checkpoint, unprefixed
@@ -60,6 +61,9 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, S
     run never completed one: it then starts again from update 0, in place)."""
     stored = read_run(path, "gym", changes, RESUMABLE, REQUIRED_STATE, TrainConfig().to_dict())
     cfg = config_of(TrainConfig, stored, changes, path)
+    if stored.state is not None and stored.state["env_steps"] != stored.state["update"] * cfg.batch_size:
+        raise CheckpointError(f"checkpoint at {path!r} holds update={stored.state['update']} and env_steps="
+                              f"{stored.state['env_steps']} in state.json; every update takes {cfg.batch_size} steps")
     if stored.state is not None and cfg.total_steps < int(stored.state["env_steps"]):
         raise ConfigError(f"total_steps={cfg.total_steps} is below the {stored.state['env_steps']} steps the run "
                           "has done")
@@ -87,6 +91,13 @@ def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progre
     return save_checkpoint(run_dir, f"update-{progress.updates_done:07d}", tensors, state, keep=2 if scheduled else 0)
 
 
+def _returns(values: object) -> list[float]:
+    """The stored recent returns, checked: a list of finite numbers (anything else is a ``ValueError``)."""
+    if not isinstance(values, list) or not all(type(v) in (int, float) and math.isfinite(v) for v in values):
+        raise ValueError("recent_returns is not a list of finite numbers")
+    return [float(v) for v in values]
+
+
 def load_gym(run_dir: Path, stored: StoredRun, learner: Learner, parts: GymParts) -> Progress:
     """Restore ``learner`` and ``parts`` from ``stored`` and return the run's progress (a
     checkpoint that does not fit this run is a one-line :class:`CheckpointError`)."""
@@ -95,13 +106,15 @@ def load_gym(run_dir: Path, stored: StoredRun, learner: Learner, parts: GymParts
         return Progress()
     with restoring(run_dir):
         model = unprefixed("model", tensors)
+        if not all(bool(torch.isfinite(v).all()) for v in model.values() if v.is_floating_point()):
+            raise ValueError("the model's weights hold non-finite values")
         with torch.no_grad():
             for k, v in parts.model.state_dict().items():
                 v.copy_(model[k])  # in place: the flat views stay intact
         learner.restore(tensors, state)
         parts.obs_norm.load_state_dict(state["obs_norm"])
         parts.rew_scaler.load_state_dict(state["rew_scaler"])
-        parts.episodes.recent.extend(state["recent_returns"])
+        parts.episodes.recent.extend(_returns(state["recent_returns"]))
         history = [tuple(e) for e in state.get("eval_history", [])]
         parts.evaluations.history[:] = history
         parts.evaluations.seconds[:] = list(state.get("eval_seconds", [float("nan")] * len(history)))

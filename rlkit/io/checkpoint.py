@@ -129,9 +129,11 @@ def _holds_checkpoint(folder: Path) -> bool:
 
 
 def _pointed(root: Path) -> str | None:
-    """The checkpoint name ``root/latest.json`` holds (None: no pointer, or a damaged one)."""
+    """The checkpoint name ``root/latest.json`` holds (None: no pointer, or a damaged one, e.g. a
+    path leading out of ``root``)."""
     name = (read_json(root / LATEST) or {}).get("checkpoint")
-    return name if isinstance(name, str) and name else None
+    plain = isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+    return name if plain else None
 
 
 def newest_checkpoint_steps(run_dir: str | Path) -> int | None:

@@ -75,3 +75,71 @@ def test_a_run_without_checkpoint_and_a_damaged_config_is_one_line(tmp_path):
             resume_config(str(run), {})
         assert "\n" not in str(info.value)
     assert "rlkit rlhf --resume" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    import rlkit
+
+    logdir = tmp_path_factory.mktemp("runs")
+    rlkit.train(rlkit.preset("cartpole", total_steps=1024, num_envs=2, num_steps=128, eval_episodes=1,
+                             checkpoint_every=256, progress=False, logdir=str(logdir), run_name="base"))
+    return logdir / "base"
+
+
+def _tensors(edit):
+    def apply(ckpt: Path) -> None:
+        from safetensors.torch import load_file, save_file
+
+        tensors = load_file(str(ckpt / "tensors.safetensors"))
+        edit(tensors)
+        save_file(tensors, str(ckpt / "tensors.safetensors"))
+    return apply
+
+
+def _state(edit):
+    def apply(ckpt: Path) -> None:
+        state = json.loads((ckpt / "state.json").read_text())
+        edit(state)
+        (ckpt / "state.json").write_text(json.dumps(state))
+    return apply
+
+
+DAMAGE = {
+    "recent returns are strings": _state(lambda s: s.__setitem__("recent_returns", ["a", "b"])),
+    "recent returns are mappings": _state(lambda s: s.__setitem__("recent_returns", [{}])),
+    "recent returns are not a list": _state(lambda s: s.__setitem__("recent_returns", 3)),
+    "obs statistics of another shape": _state(lambda s: s["obs_norm"]["rms"].__setitem__("mean", [0.0])),
+    "reward returns of another shape": _state(lambda s: s["rew_scaler"].__setitem__("returns", [0.0] * 5)),
+    "updates and steps disagree": _state(lambda s: s.__setitem__("update", s["update"] + 1)),
+    "Adam moment in float64": _tensors(lambda t: t.__setitem__("optim.exp_avg", t["optim.exp_avg"].double())),
+    "Adam moment of another shape": _tensors(lambda t: t.__setitem__("optim.exp_avg_sq", t["optim.exp_avg_sq"][:5])),
+    "Adam step missing": _tensors(lambda t: t.pop("optim.step")),
+    "Adam step not a count": _tensors(lambda t: t.__setitem__("optim.step", t["optim.exp_avg"][:3].clone())),
+    "non-finite weights": _tensors(lambda t: t[next(k for k in t if k.startswith("model."))].fill_(float("nan"))),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_a_damaged_checkpoint_is_one_line_on_resume_and_changes_nothing(tmp_path, small_run, damage):
+    from rlkit.gym.trainer import resume
+    from rlkit.io.checkpoint import resolve_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    DAMAGE[damage](resolve_checkpoint(run))
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".rlkit-run.lock"}
+    with pytest.raises((CheckpointError, ConfigError)) as info:
+        resume(str(run), total_steps=2048)
+    assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".rlkit-run.lock"} == before
+
+
+def test_a_latest_pointer_out_of_the_run_is_ignored(tmp_path, small_run):
+    from rlkit.io.checkpoint import resolve_checkpoint
+
+    run, other = tmp_path / "run", tmp_path / "other"
+    shutil.copytree(small_run, run)
+    shutil.copytree(small_run, other)
+    (run / "checkpoints" / "latest.json").write_text(json.dumps({"checkpoint": "../../other/checkpoints/update-0000004"}))
+    assert resolve_checkpoint(run).parent == run / "checkpoints"
