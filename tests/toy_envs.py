@@ -75,6 +75,13 @@ class Faulty(IdentityDiscrete):
         return obs, reward, term, trunc, info
 
 
+class CloseRaises(IdentityDiscrete):
+    """Raises in ``close()``."""
+
+    def close(self):
+        raise RuntimeError("simulated close failure")
+
+
 class DictActions(IdentityDiscrete):
     def __init__(self) -> None:
         super().__init__()
@@ -141,6 +148,7 @@ def register_all() -> None:
         "rlkit-test/DyingWorker-v0": ("DyingWorker", {}),
         "rlkit-test/ImageObs-v0": ("ImageObs", {}),
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
+        "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
     }
     for env_id, (cls, kwargs) in specs.items():
         if env_id not in gym.registry:

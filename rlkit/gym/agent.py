@@ -10,9 +10,9 @@ import numpy as np
 
 from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
 from rlkit.core.normalization import ObsNormalizer
-from rlkit.errors import CheckpointError, ConfigError, ObservationError, one_line
+from rlkit.errors import CheckpointError, ConfigError, EnvError, ObservationError, RlkitError, one_line
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import make_env
+from rlkit.gym.envs import close_envs, make_env
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state
 from rlkit.io.progress import progress_bar
@@ -67,9 +67,14 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
             lengths.append(steps)
             bar.update(1)
             bar.set_postfix_str(f"return={np.mean(returns):.1f}", refresh=False)
+    except BaseException as exc:
+        close_envs(env, env_id, abort=True)
+        if isinstance(exc, Exception) and not isinstance(exc, RlkitError):  # the env or the policy failed
+            raise EnvError(f"evaluation on {env_id} failed: {type(exc).__name__}: {one_line(exc)}") from exc
+        raise
     finally:
         bar.close()
-        env.close()
+    close_envs(env, env_id)
     return EvalResult(returns, lengths, capped)
 
 
@@ -138,7 +143,7 @@ class Agent:
         cfg = TrainConfig.from_dict(state["config"])
         env = make_env(cfg.env, cfg.env_options)
         agent = cls.build(cfg, env.observation_space, env.action_space)
-        env.close()
+        close_envs(env, cfg.env)
         try:
             agent.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
             agent.obs_norm.load_state_dict(state["obs_norm"])

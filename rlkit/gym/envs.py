@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
 import signal
 from functools import partial
-from typing import Any
+from typing import Any, Iterator
 
 import gymnasium as gym
 import numpy as np
@@ -13,6 +15,8 @@ import numpy as np
 from rlkit.errors import EnvError
 from rlkit.errors import one_line as _one_line
 from rlkit.gym.vector import SameStepEnvs
+
+log = logging.getLogger("rlkit")
 
 
 def check_env_id(env_id: str) -> None:
@@ -89,9 +93,10 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
         raise _cannot_make(env_id, exc) from exc
 
 
-def close_envs(envs: gym.vector.VectorEnv, env_id: str, abort: bool = False) -> None:
+def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = False) -> None:
     """Close the envs. When aborting (an error or an interrupt is on its way out) workers are
-    terminated rather than waited for, and a failure to close is not allowed to mask the cause."""
+    terminated rather than waited for. A failure to close is a one-line warning: it must neither
+    mask the cause of an abort nor cost a finished run its evaluation and result."""
     if abort and isinstance(envs, gym.vector.AsyncVectorEnv):
         for process in envs.processes:  # a worker may be mid-step or dead; it ignores SIGTERM (see above)
             process.kill()
@@ -102,16 +107,32 @@ def close_envs(envs: gym.vector.VectorEnv, env_id: str, abort: bool = False) -> 
         envs.closed = True  # nothing left to wait for (close() would wait on the pending step)
         return
     try:
-        envs.close()
+        with _quiet_workers(envs):
+            envs.close()
     except Exception as exc:
         if not abort:
-            raise EnvError(f"{env_id} failed while closing: {type(exc).__name__}: {_one_line(exc)}") from exc
+            log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))
+
+
+@contextlib.contextmanager
+def _quiet_workers(envs: object) -> Iterator[None]:
+    """Gymnasium's async envs print a worker's whole traceback before re-raising its error; rlkit
+    reports that error in one line instead, so the print is held back while they run."""
+    if not isinstance(envs, gym.vector.AsyncVectorEnv):
+        yield
+        return
+    level, gym.logger.min_level = gym.logger.min_level, gym.logger.ERROR + 1
+    try:
+        yield
+    finally:
+        gym.logger.min_level = level
 
 
 def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> tuple[Any, ...]:
     """``envs.step`` with worker failures (an exception, a dead worker) reported as one line naming the env."""
     try:
-        return envs.step(actions)
+        with _quiet_workers(envs):
+            return envs.step(actions)
     except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
         raise EnvError(f"{env_id}: a worker process died while stepping (exit or crash)") from exc
     except Exception as exc:
@@ -120,7 +141,8 @@ def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> t
 
 def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray:
     try:
-        obs, _ = envs.reset(seed=seed)
+        with _quiet_workers(envs):
+            obs, _ = envs.reset(seed=seed)
     except Exception as exc:
         raise EnvError(f"{env_id} raised on reset: {type(exc).__name__}: {_one_line(exc)}") from exc
     return obs

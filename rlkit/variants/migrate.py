@@ -10,6 +10,7 @@ variants were plug-ins, HP3O's stored trajectories had keys of their own.
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple, TypeVar
 
 import torch
@@ -44,12 +45,12 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     and a Gymnasium run that never completed a checkpoint starts again from its ``config.json``.
     ``defaults``: the trainer config's flat defaults (for fields an earlier record leaves out).
     A state that does not hold what it should is a one-line :class:`CheckpointError`."""
-    refuse_changes(changes, resumable)
     if trainer == "gym":
         found = find_resume_point(path, ("config",), exact=True)
         if found is None:
-            record = _fresh_record(path)
-            return StoredRun(migrate_config(record, trainer), None, None)
+            record = migrate_config(_fresh_record(path), trainer)
+            _refuse_changes(changes, record, resumable, defaults)
+            return StoredRun(record, None, None)
     else:
         found = load_checkpoint(path, ("config",))[:2]
     try:
@@ -65,7 +66,21 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
                           f"{COMMANDS[other]} --resume {path}")
     require_state(path, state, REQUIRED_STATE + required)
     _check_state(path, state)
-    return StoredRun(migrate_config(state["config"], trainer), tensors, state)
+    record = migrate_config(state["config"], trainer)
+    _refuse_changes(changes, record, resumable, defaults)
+    return StoredRun(record, tensors, state)
+
+
+def _refuse_changes(changes: dict[str, Any], record: dict[str, Any], resumable: tuple[str, ...],
+                    defaults: dict[str, Any] | None) -> None:
+    """:func:`refuse_changes` for the values that differ from the run's own (``--seed 3`` on a run
+    with seed 3 changes nothing)."""
+    def same(name: str) -> bool:
+        try:
+            return json.dumps(changes[name]) == json.dumps(record.get(name, (defaults or {}).get(name)))
+        except (TypeError, ValueError):
+            return False
+    refuse_changes({k: v for k, v in changes.items() if not same(k)}, resumable)
 
 
 def _fresh_record(path: str) -> dict[str, Any]:

@@ -37,6 +37,15 @@ def test_resume_refuses_flags_it_would_ignore_and_names_them(finished_run, tmp_p
     line = error_line(run_cli("train", "--resume", str(run), "--learning-rate", "0.1", "--env", "Acrobot-v1"))
     assert "learning_rate" in line and "env" in line and "total_steps" in line  # the refused, and what may change
     assert "--preset" in error_line(run_cli("train", "--resume", str(run), "--preset", "cartpole"))
+    assert "cannot change seed" in error_line(run_cli("train", "--resume", str(run), "--seed", "5"))
+
+
+def test_resume_accepts_flags_that_repeat_the_runs_own_values(finished_run, tmp_path):
+    run = copy_run(finished_run, tmp_path)
+    own = json.loads((run / "config.json").read_text())
+    out = last_json(run_cli("train", "--resume", str(run), "--seed", str(own["seed"]), "--num-envs",
+                            str(own["num_envs"]), "--total-steps", "1536"))
+    assert out["total_steps"] == 1536 and out["seed"] == own["seed"]
 
 
 def test_resume_extends_a_finished_run(finished_run, tmp_path):
@@ -242,3 +251,20 @@ def test_a_variant_switched_off_while_its_options_turn_it_on_is_refused(tmp_path
     line = error_line(run_cli("train", *args, "--logdir", str(tmp_path)))
     assert "is refused" in line and "turn(s)" in line
     assert not any(tmp_path.iterdir())
+
+
+def test_an_env_whose_close_raises_costs_no_result_and_eval_still_works(tmp_path):
+    """A failure to close is a warning: the finished run keeps its evaluation and result."""
+    proc = run_cli("train", *SMALL, "--env", "rlkit-test/CloseRaises-v0", "--logdir", str(tmp_path), "--run-name", "c")
+    out = last_json(proc)
+    assert out["eval_return_mean"] is not None and (tmp_path / "c" / "result.json").is_file()
+    assert "Traceback" not in proc.stderr and "failed while closing" in proc.stderr
+    evaluated = run_cli("eval", str(tmp_path / "c"), "--episodes", "2")
+    assert evaluated.returncode == 0 and "Traceback" not in evaluated.stderr, evaluated.stderr[-2000:]
+
+
+def test_an_async_worker_error_is_one_line_without_the_worker_traceback(tmp_path):
+    proc = run_cli("train", *SMALL, "--env", "rlkit-test/Raising-v0", "--async-envs", "--logdir", str(tmp_path))
+    line = error_line(proc)
+    assert "simulated physics blow-up" in line
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr  # Gymnasium's "Received the following error" held back
