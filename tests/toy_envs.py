@@ -136,6 +136,26 @@ class ImageObs(IdentityDiscrete):
         self.observation_space = gym.spaces.Box(0, 255, (64, 64, 3), np.uint8)
 
 
+class Pixels(IdentityDiscrete):
+    """The identity task seen as an image: a bright block marks the target among ``n`` places.
+    ``side``/``channels``/``dtype`` make an Atari-like uint8 frame (H x W x C) or a MinAtar-like
+    bool grid; ``channels_first`` gives C x H x W."""
+
+    def __init__(self, side: int = 40, channels: int = 3, dtype: str = "uint8", channels_first: bool = False) -> None:
+        super().__init__()
+        self.side, self.channels, self.dtype, self.first = side, channels, np.dtype(dtype), channels_first
+        high = 1 if self.dtype == np.bool_ else 255
+        shape = (channels, side, side) if channels_first else (side, side, channels)
+        self.observation_space = gym.spaces.Box(0, high, shape, self.dtype)
+
+    def _obs(self) -> np.ndarray:
+        img = np.zeros((self.side, self.side, self.channels), self.dtype)
+        cell = self.side // self.n
+        img[self.target * cell:(self.target + 1) * cell, :, self.target % self.channels] = (
+            True if self.dtype == np.bool_ else 255)
+        return img.transpose(2, 0, 1).copy() if self.first else img
+
+
 def register_all() -> None:
     specs = {
         "rlkit-test/IdentityDiscrete-v0": ("IdentityDiscrete", {}),
@@ -149,6 +169,9 @@ def register_all() -> None:
         "rlkit-test/ImageObs-v0": ("ImageObs", {}),
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
+        "rlkit-test/Pixels-v0": ("Pixels", {}),
+        "rlkit-test/Grid-v0": ("Pixels", {"side": 10, "channels": 4, "dtype": "bool"}),
+        "rlkit-test/PixelsFirst-v0": ("Pixels", {"side": 12, "channels": 2, "channels_first": True}),
     }
     for env_id, (cls, kwargs) in specs.items():
         if env_id not in gym.registry:

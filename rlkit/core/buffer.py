@@ -15,7 +15,7 @@ class Batch(NamedTuple):
     """Flat transitions for the PPO loss (``B`` = batch or minibatch size)."""
 
     obs: torch.Tensor
-    """``[B, obs_dim]`` float32 (normalized as the policy saw them)."""
+    """``[B, obs_dim]`` float32 (normalized as the policy saw them), or uint8 image pixels."""
     actions: torch.Tensor
     """``[B]`` int64 or ``[B, A]`` float32, unclipped samples."""
     log_probs: torch.Tensor
@@ -40,18 +40,19 @@ class RolloutBuffer:
     """One rollout of ``num_steps`` x ``num_envs`` transitions."""
 
     def __init__(self, num_steps: int, num_envs: int, obs_dim: int, action_shape: tuple[int, ...],
-                 action_dtype: torch.dtype) -> None:
-        """``action_shape`` and ``action_dtype`` of one action, as the policy head stores it."""
+                 action_dtype: torch.dtype, obs_dtype: torch.dtype = torch.float32) -> None:
+        """``action_shape`` and ``action_dtype`` of one action, as the policy head stores it;
+        ``obs_dtype``: ``uint8`` for image pixels (a quarter of float32's memory)."""
         t, n = num_steps, num_envs
         self.num_steps, self.num_envs, self.obs_dim, self.action_shape = t, n, obs_dim, tuple(action_shape)
-        self.obs = torch.zeros(t, n, obs_dim)
+        self.obs = torch.zeros(t, n, obs_dim, dtype=obs_dtype)
         self.actions = torch.zeros((t, n, *self.action_shape), dtype=action_dtype)
         self.log_probs = torch.zeros(t, n)
         self.values = torch.zeros(t, n)
         self.rewards = torch.zeros(t, n)
         self.raw_rewards = torch.zeros(t, n)
         self.final_values = torch.zeros(t, n)
-        self.final_obs = torch.zeros(t, n, obs_dim)
+        self.final_obs = torch.zeros(t, n, obs_dim, dtype=obs_dtype)
         self.terminated = torch.zeros(t, n, dtype=torch.bool)
         self.dones = torch.zeros(t, n, dtype=torch.bool)
         # numpy views share memory with the tensors: writes in the rollout loop are free of torch dispatch.
@@ -130,15 +131,19 @@ def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Gen
     """
     b = batch.obs.shape[0]
     action_shape, action_dtype = batch.actions.shape[1:], batch.actions.dtype
-    cols = [batch.obs, batch.actions.reshape(b, -1).float(),
+    pixels = batch.obs.dtype == torch.uint8  # image observations stay bytes: gathered on their own
+    cols = [batch.actions.reshape(b, -1).float(),
             batch.log_probs[:, None], batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]]
-    packed = torch.cat(cols, dim=1)
-    shuffled = packed.index_select(0, torch.randperm(b, generator=generator).to(packed.device)) if shuffle else packed
-    d, a = batch.obs.shape[1], cols[1].shape[1]
+    packed = torch.cat(cols if pixels else [batch.obs, *cols], dim=1)
+    order = torch.randperm(b, generator=generator).to(packed.device) if shuffle else None
+    shuffled = packed.index_select(0, order) if order is not None else packed
+    obs = (batch.obs.index_select(0, order.to(batch.obs.device)) if order is not None else batch.obs) if pixels else None
+    d, a = 0 if pixels else batch.obs.shape[1], cols[0].shape[1]
     num_minibatches = min(num_minibatches, b)  # a smaller batch (HP3O's paper sampling) still splits
     size = b // num_minibatches
     for start in range(0, size * num_minibatches, size):
         mb = shuffled[start:start + size]
         actions = mb[:, d:d + a].to(action_dtype).reshape(size, *action_shape)
         tail = mb[:, d + a:]
-        yield Batch(mb[:, :d], actions, tail[:, 0], tail[:, 1], tail[:, 2], tail[:, 3])
+        mb_obs = obs[start:start + size] if obs is not None else mb[:, :d]
+        yield Batch(mb_obs, actions, tail[:, 0], tail[:, 1], tail[:, 2], tail[:, 3])

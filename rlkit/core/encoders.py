@@ -7,9 +7,10 @@ encoder, concatenated in the space's order (Stable-Baselines3's ``CombinedExtrac
 parts). ``continuous`` marks the columns observation normalization may scale; one-hot and binary
 columns stay 0/1.
 
-A new encoder is a class with the :class:`ObsEncoder` members plus one :func:`register_encoder`
-call; an unsupported space (``Text``, ``Graph``, ``Sequence``, image-shaped ``Box``) is a one-line
-error naming it.
+An image-shaped ``Box`` (:func:`is_image`) becomes flat ``uint8`` pixels, channels first, which a
+CNN torso reads (:class:`ImageEncoder`). A new encoder is a class with the :class:`ObsEncoder`
+members plus one :func:`register_encoder` call; an unsupported space (``Text``, ``Graph``,
+``Sequence``, an image inside a ``Dict``) is a one-line error naming it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class ObsEncoder(Protocol):
     """Width of one encoded observation."""
     continuous: np.ndarray
     """``[dim]`` bool: columns observation normalization scales (the others are left as they are)."""
+    image: tuple[int, int, int] | None
+    """``(C, H, W)`` of an image encoder's ``uint8`` output (a CNN torso reads it); None: a flat vector."""
 
     def batch(self, obs: Any, n: int) -> np.ndarray:
         """``[n, dim]`` for ``n`` observations batched as a vector env batches them."""
@@ -45,13 +48,18 @@ def encode_items(encoder: ObsEncoder, items: list[Any]) -> np.ndarray:
     return encoder.batch(batched, len(items))
 
 
+def is_image(space: gym.Space) -> bool:
+    """An image-shaped ``Box``: 3-D (channels first or last), or 2-D uint8 (one channel)."""
+    return isinstance(space, gym.spaces.Box) and (len(space.shape) == 3 or
+                                                  (len(space.shape) == 2 and space.dtype == np.uint8))
+
+
 class BoxEncoder:
     """A non-image ``Box`` of any shape, flattened (dtype converted by observation normalization)."""
 
+    image: tuple[int, int, int] | None = None
+
     def __init__(self, space: gym.spaces.Box) -> None:
-        if len(space.shape) >= 3 or (space.dtype == np.uint8 and len(space.shape) >= 2):
-            raise UnsupportedSpaceError(f"observation space {space} looks like an image; rlkit's MLP policies take "
-                                        "flat vectors (no CNN torso yet): flatten or encode it in a wrapper")
         self.space, self.dim = space, int(np.prod(space.shape))
         self.continuous = np.ones(self.dim, bool)
 
@@ -62,9 +70,39 @@ class BoxEncoder:
         return obs.reshape(n, self.dim)
 
 
+class ImageEncoder:
+    """An image ``Box`` as flat ``uint8`` pixels, channels first: ``[N, C*H*W]``, stored as bytes in
+    the rollout buffer and scaled to ``[0, 1]`` by the policy on its device (``scale``). The channel
+    axis is the smallest one (Stable-Baselines3's rule): ``H x W x C`` (Atari, MinAtar) is
+    transposed, ``C x H x W`` kept, a 2-D image has one channel. Never normalized (``continuous``
+    all False)."""
+
+    def __init__(self, space: gym.spaces.Box) -> None:
+        shape = space.shape if len(space.shape) == 3 else (1, *space.shape)
+        self.last = len(space.shape) == 3 and int(np.argmin(shape)) == 2 and shape[2] < shape[0]
+        c, h, w = (shape[2], shape[0], shape[1]) if self.last else shape
+        high = float(np.max(space.high)) if np.all(np.isfinite(space.high)) else 255.0
+        if np.min(space.low) < 0 or high > 255:
+            raise UnsupportedSpaceError(f"observation space {space} is image-shaped but not of pixels in [0, 255]")
+        self.space, self.image, self.dim = space, (int(c), int(h), int(w)), int(c * h * w)
+        self.scale = 1.0 / max(high, 1.0)
+        """Pixels times ``scale`` lie in ``[0, 1]`` (1/255 for uint8 frames, 1 for 0/1 planes)."""
+        self.continuous = np.zeros(self.dim, bool)
+
+    def batch(self, obs: Any, n: int) -> np.ndarray:
+        obs = np.asarray(obs)
+        if obs.shape != (n, *self.space.shape):
+            raise ValueError(f"observations of shape {obs.shape[1:]} for {self.space}")
+        if self.last:
+            obs = obs.transpose(0, 3, 1, 2)
+        return np.ascontiguousarray(obs, dtype=np.uint8).reshape(n, self.dim)
+
+
 class OneHotEncoder:
     """``Discrete(k, start)`` (one one-hot of width k) or a 1-D ``MultiDiscrete(nvec, start)``
     (one one-hot per dimension, concatenated)."""
+
+    image = None
 
     def __init__(self, space: gym.spaces.Discrete | gym.spaces.MultiDiscrete) -> None:
         if isinstance(space, gym.spaces.Discrete):
@@ -91,6 +129,8 @@ class OneHotEncoder:
 class BinaryEncoder:
     """``MultiBinary`` of any shape, flattened as 0/1 floats."""
 
+    image = None
+
     def __init__(self, space: gym.spaces.MultiBinary) -> None:
         self.space, self.dim = space, int(np.prod(space.shape))
         self.continuous = np.zeros(self.dim, bool)
@@ -102,12 +142,17 @@ class BinaryEncoder:
 class CompositeEncoder:
     """``Tuple`` or ``Dict``: each part through its own encoder, concatenated in the space's order."""
 
+    image = None
+
     def __init__(self, space: gym.spaces.Tuple | gym.spaces.Dict) -> None:
         self.space = space
         self.keys = list(space.spaces) if isinstance(space, gym.spaces.Dict) else list(range(len(space.spaces)))
         if not self.keys:
             raise UnsupportedSpaceError(f"unsupported observation space {space}: it has no parts")
         self.parts = [make_encoder(space[k]) for k in self.keys]
+        if any(p.image for p in self.parts):
+            raise UnsupportedSpaceError(f"unsupported observation space {space}: an image inside a "
+                                        f"{type(space).__name__} (wrap the env to keep the image alone)")
         self.dim = sum(p.dim for p in self.parts)
         self.continuous = np.concatenate([p.continuous for p in self.parts])
 
@@ -134,7 +179,7 @@ def make_encoder(space: gym.Space) -> ObsEncoder:
     raise UnsupportedSpaceError(f"unsupported observation space {space}: rlkit encodes {names} observations")
 
 
-register_encoder(gym.spaces.Box, BoxEncoder)
+register_encoder(gym.spaces.Box, lambda space: ImageEncoder(space) if is_image(space) else BoxEncoder(space))
 register_encoder(gym.spaces.Discrete, OneHotEncoder)
 register_encoder(gym.spaces.MultiDiscrete, OneHotEncoder)
 register_encoder(gym.spaces.MultiBinary, BinaryEncoder)

@@ -49,8 +49,9 @@ class ObsNormalizer:
     """``(obs - mean) / sqrt(var + eps)`` clipped to ``[-clip, clip]``; identity when disabled."""
 
     def __init__(self, shape: tuple[int, ...], enabled: bool, clip: float = 10.0, eps: float = 1e-8,
-                 scaled: np.ndarray | None = None) -> None:
-        self.enabled, self.clip, self.eps = enabled, clip, eps
+                 scaled: np.ndarray | None = None, dtype: type = np.float32) -> None:
+        """``dtype``: of the observations returned when disabled (``uint8`` keeps image pixels as bytes)."""
+        self.enabled, self.clip, self.eps, self.dtype = enabled, clip, eps, dtype
         self.rms = RunningMeanStd(shape)
         self.fixed = None if scaled is None or np.all(scaled) else ~np.asarray(scaled, bool)
         """Columns passed through unchanged (one-hot and binary parts of an encoded observation)."""
@@ -64,9 +65,9 @@ class ObsNormalizer:
 
     def __call__(self, obs: np.ndarray, update: bool) -> np.ndarray:
         """``[N, *obs_shape]`` -> float32 normalized observations."""
-        obs = np.asarray(obs, dtype=np.float32)
         if not self.enabled:
-            return obs
+            return np.asarray(obs, dtype=self.dtype)
+        obs = np.asarray(obs, dtype=np.float32)
         if update:
             self.rms.update(obs)
             self._refresh()

@@ -9,9 +9,11 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
+from rlkit.core.heads import make_head
 from rlkit.core.normalization import ObsNormalizer
 from rlkit.errors import CheckpointError, ConfigError, EnvError, ObservationError, RlkitError, one_line
 from rlkit.gym.config import TrainConfig
+from rlkit.gym.cnn import CNNActorCritic
 from rlkit.gym.envs import close_envs, make_env
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state
@@ -81,7 +83,7 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
 class Agent:
     """Acts with the trained policy; normalization statistics are frozen."""
 
-    def __init__(self, model: MLPActorCritic, obs_norm: ObsNormalizer, encoder: ObsEncoder) -> None:
+    def __init__(self, model: MLPActorCritic | CNNActorCritic, obs_norm: ObsNormalizer, encoder: ObsEncoder) -> None:
         self.model, self.obs_norm, self.encoder = model, obs_norm, encoder
         self.obs_shape = encoder.space.shape if isinstance(encoder.space, gym.spaces.Box) else None
         """A Box observation's shape (None for other spaces)."""
@@ -119,7 +121,8 @@ class Agent:
         if not single and obs.shape[1:] != self.obs_shape:
             raise ObservationError(f"observation of shape {obs.shape}; this agent takes {self.obs_shape} or a batch "
                                    f"[N, {', '.join(map(str, self.obs_shape))}]")
-        return obs.reshape(1 if single else obs.shape[0], -1), single
+        n = 1 if single else obs.shape[0]
+        return self.encoder.batch(obs.reshape(n, *self.obs_shape), n), single
 
     def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None,
                  progress: bool = False, env_kwargs: dict[str, Any] | None = None) -> EvalResult:
@@ -128,7 +131,11 @@ class Agent:
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":
+        """The policy for these spaces: a CNN over image observations (never normalized), else MLPs."""
         encoder = make_encoder(obs_space)
+        if encoder.image is not None:
+            model = CNNActorCritic(encoder.image, encoder.scale, make_head(action_space))  # type: ignore[attr-defined]
+            return cls(model, ObsNormalizer((encoder.dim,), False, dtype=np.uint8), encoder)
         return cls(MLPActorCritic(obs_space, action_space, cfg.hidden_sizes),
                    ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous), encoder)
 

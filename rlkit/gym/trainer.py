@@ -87,7 +87,8 @@ class PPOTrainer:
         self.head = self.model.head
         flat = FlatParameters(self.model.ordered_parameters(),
                               split=sum(p.numel() for p in self.model.actor_parameters()))
-        self.kernels = select_kernels(cfg.kernels, small_mlp=True, device=self.device)
+        image = self.agent.encoder.image is not None
+        self.kernels = select_kernels(cfg.kernels, small_mlp=not image, device=self.device)
         self.kernels.prepare(self.model, flat)
         self.learner = build_learner("gym", cfg, flat, self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                      self.device, self.model, FreshRollout(cfg.gamma, cfg.gae_lambda),
@@ -95,7 +96,7 @@ class PPOTrainer:
         self.parts = GymParts(self.model, self.agent.obs_norm, RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward),
                               Episodes(cfg.num_envs), Evaluations())
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,
-                                    self.head.action_dtype)
+                                    self.head.action_dtype, torch.uint8 if image else torch.float32)
         default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
         self.run_dir, self.lock = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
         with self.lock.released_on_error():

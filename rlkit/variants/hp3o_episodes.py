@@ -95,8 +95,9 @@ def hp3o_plus_baseline(obs: torch.Tensor, values: torch.Tensor, best_obs: torch.
                        threshold: float) -> torch.Tensor:
     """``[L]`` baseline for states ``obs [L, d]`` of a non-best trajectory: the best trajectory's
     value at the nearest of its states ``best_obs [M, d]`` where that value is larger and the
-    Euclidean distance is at most ``threshold``; the state's own value elsewhere."""
-    dist = torch.cdist(obs[None], best_obs[None])[0]
+    Euclidean distance is at most ``threshold``; the state's own value elsewhere. Image pixels
+    (``uint8``) are compared as stored, in pixel units."""
+    dist = torch.cdist(obs[None].float(), best_obs[None].float())[0]
     nearest = dist.argmin(dim=1)
     candidate = best_values[nearest]
     use = (dist.gather(1, nearest[:, None])[:, 0] <= threshold) & (candidate > values)

@@ -121,7 +121,9 @@ def test_normalization_leaves_one_hot_columns_alone():
 
 
 @pytest.mark.parametrize("space", [gym.spaces.Text(5), gym.spaces.Sequence(gym.spaces.Discrete(2)),
-                                   gym.spaces.Box(0, 255, (8, 8, 3), np.uint8)])
+                                   gym.spaces.Dict({"image": gym.spaces.Box(0, 255, (8, 8, 3), np.uint8),
+                                                    "x": gym.spaces.Discrete(2)}),
+                                   gym.spaces.Box(-1.0, 1.0, (8, 8, 3))])
 def test_unsupported_observation_space_names_it(space):
     with pytest.raises(UnsupportedSpaceError, match="Text|Sequence|image"):
         make_encoder(space)

@@ -184,7 +184,7 @@ def test_bad_output_locations_are_one_line(tmp_path, where):
     (["--seed", "-1"], "seed"), (["--seed", str(2**70)], "seed"), (["--device", "cuda"], "device"),
     (["--device", "foo"], "device"), (["--outer-optimizer", "LBFGS"], "outer_optimizer"),
     (["--outer-optimizer", "SparseAdam"], "outer_optimizer"), (["--outer-optimizer", "Optimizer"], "outer_optimizer"),
-    (["--env", "rlkit-test/ImageObs-v0"], "image"), (["--preset", "mujoco", "cartpole"], "env preset"),
+    (["--env", "rlkit-test/ImageObs-v0"], "does not fit"), (["--preset", "mujoco", "cartpole"], "env preset"),
     (["--preset", "cartpole", "--preset", "mujoco"], "env preset"), (["--env", "no_such_module:X-v0"], "import"),
 ])
 def test_bad_values_are_one_line(tmp_path, args, word):
