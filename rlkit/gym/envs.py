@@ -28,10 +28,34 @@ def check_env_id(env_id: str) -> None:
             importlib.import_module(module)
         except ImportError as exc:
             raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_one_line(exc)}") from None
+    register_namespace(name)
     try:
         gym.spec(name)
     except gym.error.Error as exc:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
+
+
+NAMESPACES = {"MinAtar": ("minatar.gym", "register_envs", "minatar"), "ALE": ("ale_py", None, "atari")}
+"""Env id namespace -> (module, its registering function or None: ``gym.register_envs(module)``,
+the rlkit extra that installs it): ids that exist only once their package has registered them."""
+
+
+def register_namespace(env_id: str) -> None:
+    """Register the ids of ``env_id``'s namespace (``MinAtar/Breakout-v1``, ``ALE/Pong-v5``) if its
+    package is installed and has not yet; a missing package is a one-line :class:`EnvError`
+    naming the extra that installs it."""
+    namespace = env_id.split("/", 1)[0] if "/" in env_id else None
+    if namespace not in NAMESPACES or env_id in gym.registry:
+        return
+    module, function, extra = NAMESPACES[namespace]
+    try:
+        package = importlib.import_module(module)
+    except ImportError:
+        raise EnvError(f"{env_id!r} needs the {module.split('.')[0]} package: pip install 'rlkit[{extra}]'") from None
+    if function:
+        getattr(package, function)()
+    else:
+        gym.register_envs(package)
 
 
 EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid"}

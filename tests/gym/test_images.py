@@ -84,3 +84,24 @@ def test_an_image_run_resumes_bit_identically_and_evaluates(tmp_path, monkeypatc
     obs, _ = env.reset(seed=3)
     action = agent.act(obs)
     assert env.action_space.contains(int(action)) and agent.act(np.stack([obs, obs])).shape == (2,)
+
+
+def test_a_namespace_whose_package_is_missing_names_the_extra(monkeypatch):
+    from rlkit.errors import EnvError
+    from rlkit.gym import envs
+
+    monkeypatch.setitem(envs.NAMESPACES, "NoSuchGames", ("no_such_games_pkg", None, "nosuch"))
+    with pytest.raises(EnvError, match=r"pip install 'rlkit\[nosuch\]'"):
+        envs.check_env_id("NoSuchGames/Pong-v0")
+
+
+def test_minatar_ids_work_without_registering_them_first(tmp_path):
+    """``--env MinAtar/<Game>-v1`` with the minatar extra: its ids register on first use; the bool
+    10x10xC planes go through the small CNN."""
+    pytest.importorskip("minatar")
+    cfg = rlkit.TrainConfig(env="MinAtar/Breakout-v1", total_steps=512, num_envs=2, num_steps=64, num_minibatches=2,
+                            update_epochs=1, eval_episodes=1, logdir=str(tmp_path), run_name="m", progress=False)
+    result = rlkit.train(cfg)
+    assert result.total_steps == 512 and result.eval_return_mean is not None
+    agent = rlkit.load_agent(result.run_dir)
+    assert isinstance(agent.model, CNNActorCritic) and agent.model.image == (4, 10, 10)
