@@ -156,6 +156,50 @@ class Pixels(IdentityDiscrete):
         return img.transpose(2, 0, 1).copy() if self.first else img
 
 
+class MaskedFatal(IdentityDiscrete):
+    """The identity task where only two of ``n`` actions are allowed at each step (the target and
+    one other); an invalid action ends the episode with reward -10 and counts in ``invalid``. The
+    mask comes from ``action_masks()`` (``via="method"``) or ``info["action_mask"]`` (``via="info"``)."""
+
+    invalid = 0
+    """Invalid actions taken, over every instance in this process."""
+
+    def __init__(self, via: str = "method", n: int = 6) -> None:
+        super().__init__(n=n)
+        self.via = via
+
+    def _new_mask(self) -> None:
+        other = (self.target + 1 + int(self.np_random.integers(self.n - 1))) % self.n
+        self.mask = np.zeros(self.n, bool)
+        self.mask[[self.target, other]] = True
+
+    def _info(self) -> dict:
+        return {"action_mask": self.mask.copy()} if self.via == "info" else {}
+
+    def action_masks(self) -> np.ndarray:
+        if self.via != "method":
+            raise AttributeError("action_masks")
+        return self.mask.copy()
+
+    def __getattribute__(self, name):
+        if name == "action_masks" and object.__getattribute__(self, "via") != "method":
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
+
+    def reset(self, *, seed=None, options=None):
+        obs, _ = super().reset(seed=seed)
+        self._new_mask()
+        return obs, self._info()
+
+    def step(self, action):
+        if not self.mask[int(action)]:
+            MaskedFatal.invalid += 1
+            return self._obs(), -10.0, True, False, self._info()
+        obs, reward, term, trunc, _ = super().step(action)
+        self._new_mask()
+        return obs, reward, term, trunc, self._info()
+
+
 def register_all() -> None:
     specs = {
         "rlkit-test/IdentityDiscrete-v0": ("IdentityDiscrete", {}),
@@ -170,6 +214,8 @@ def register_all() -> None:
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
         "rlkit-test/Pixels-v0": ("Pixels", {}),
+        "rlkit-test/MaskedFatal-v0": ("MaskedFatal", {}),
+        "rlkit-test/MaskedFatalInfo-v0": ("MaskedFatal", {"via": "info"}),
         "rlkit-test/Grid-v0": ("Pixels", {"side": 10, "channels": 4, "dtype": "bool"}),
         "rlkit-test/PixelsFirst-v0": ("Pixels", {"side": 12, "channels": 2, "channels_first": True}),
     }

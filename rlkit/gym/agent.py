@@ -11,10 +11,12 @@ import numpy as np
 from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
 from rlkit.core.heads import make_head
 from rlkit.core.normalization import ObsNormalizer
-from rlkit.errors import CheckpointError, ConfigError, EnvError, ObservationError, RlkitError, one_line
+from rlkit.errors import (CheckpointError, ConfigError, EnvError, ObservationError, RlkitError,
+                          UnsupportedSpaceError, one_line)
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.cnn import CNNActorCritic
 from rlkit.gym.envs import close_envs, make_env
+from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask, has_action_masks
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state
 from rlkit.io.progress import progress_bar
@@ -39,14 +41,14 @@ class EvalResult(NamedTuple):
         return float(np.std(self.returns))
 
 
-def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes: int, seed: int = 0,
+def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, seed: int = 0,
                  max_steps: int | None = None, progress: bool = False,
-                 env_kwargs: dict[str, Any] | None = None) -> EvalResult:
+                 env_kwargs: dict[str, Any] | None = None, masked: bool = False) -> EvalResult:
     """Returns of ``act`` over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each episode is
     cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
     an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
     the sweep's baselines) uses. ``progress``: a bar of episodes on a terminal; ``env_kwargs``: for
-    ``gymnasium.make``."""
+    ``gymnasium.make``; ``masked``: ``act(obs, action_mask=...)`` gets the env's action mask."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
@@ -57,10 +59,11 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
     bar = progress_bar(episodes, "episode", progress, "evaluating")
     try:
         for i in range(episodes):
-            obs, _ = env.reset(seed=seed + i)
+            obs, info = env.reset(seed=seed + i)
             total, steps, done = 0.0, 0, False
             while not done and steps < cap:
-                obs, reward, terminated, truncated, _ = env.step(act(obs))
+                action = act(obs, action_mask=env_mask(env, info, env.action_space.n)) if masked else act(obs)
+                obs, reward, terminated, truncated, info = env.step(action)
                 total += float(reward)
                 steps += 1
                 done = terminated or truncated
@@ -83,25 +86,41 @@ def run_episodes(act: Callable[[np.ndarray], np.ndarray], env_id: str, episodes:
 class Agent:
     """Acts with the trained policy; normalization statistics are frozen."""
 
-    def __init__(self, model: MLPActorCritic | CNNActorCritic, obs_norm: ObsNormalizer, encoder: ObsEncoder) -> None:
+    def __init__(self, model: MLPActorCritic | CNNActorCritic | MaskedActorCritic, obs_norm: ObsNormalizer,
+                 encoder: ObsEncoder) -> None:
         self.model, self.obs_norm, self.encoder = model, obs_norm, encoder
+        self.masked = isinstance(model, MaskedActorCritic)
+        """The policy reads action masks (see :mod:`rlkit.gym.masking`)."""
         self.obs_shape = encoder.space.shape if isinstance(encoder.space, gym.spaces.Box) else None
         """A Box observation's shape (None for other spaces)."""
         self.actor = model.snapshot()
 
-    def act(self, obs: Any, deterministic: bool = True, rng: np.random.Generator | None = None) -> np.ndarray:
+    def act(self, obs: Any, deterministic: bool = True, rng: np.random.Generator | None = None,
+            action_mask: Any = None) -> np.ndarray:
         """Env-ready action(s) for one observation or a batch: ``[N, *obs_shape]`` for a Box space,
-        a list of observations for any other."""
+        a list of observations for any other. ``action_mask``: ``[A]`` or ``[N, A]`` booleans for a
+        policy trained with masks (None: every action allowed)."""
         batch, single = self._encode(obs)
         if not np.isfinite(batch).all():
             raise ObservationError("observation contains NaN or inf")
         x = self.obs_norm(batch, update=False)
+        if self.masked:
+            x = np.concatenate([x, self._mask(action_mask, len(x)).astype(x.dtype)], axis=1)
         if deterministic:
             actions = self.actor.mode(x)
         else:
             actions = self.actor.act(x, rng if rng is not None else np.random.default_rng()).actions
         actions = self.model.head.to_env(actions)
         return actions[0] if single else actions
+
+    def _mask(self, action_mask: Any, n: int) -> np.ndarray:
+        """``[n, A]`` bool masks (all allowed when None), or a one-line ObservationError."""
+        size = self.model.n  # type: ignore[union-attr]
+        try:
+            mask = np.ones((n, size), bool) if action_mask is None else check_mask(action_mask, size)
+            return np.broadcast_to(mask, (n, size))
+        except ValueError as exc:
+            raise ObservationError(str(exc)) from None
 
     def _encode(self, obs: Any) -> tuple[np.ndarray, bool]:
         """``([N, dim] encoded, whether obs was one observation)``, or a one-line ObservationError."""
@@ -127,17 +146,25 @@ class Agent:
     def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None,
                  progress: bool = False, env_kwargs: dict[str, Any] | None = None) -> EvalResult:
         """Deterministic returns over ``episodes`` episodes (see :func:`run_episodes`)."""
-        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs)
+        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs, self.masked)
 
     @classmethod
-    def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space) -> "Agent":
-        """The policy for these spaces: a CNN over image observations (never normalized), else MLPs."""
+    def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space, masked: bool = False) -> "Agent":
+        """The policy for these spaces: a CNN over image observations (never normalized), else MLPs;
+        with ``masked``, wrapped to read action masks (``Discrete`` actions only)."""
         encoder = make_encoder(obs_space)
         if encoder.image is not None:
             model = CNNActorCritic(encoder.image, encoder.scale, make_head(action_space))  # type: ignore[attr-defined]
-            return cls(model, ObsNormalizer((encoder.dim,), False, dtype=np.uint8), encoder)
-        return cls(MLPActorCritic(obs_space, action_space, cfg.hidden_sizes),
-                   ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous), encoder)
+            norm = ObsNormalizer((encoder.dim,), False, dtype=np.uint8)
+        else:
+            model = MLPActorCritic(obs_space, action_space, cfg.hidden_sizes)
+            norm = ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous)
+        if masked:
+            if not isinstance(action_space, gym.spaces.Discrete):
+                raise UnsupportedSpaceError(f"{cfg.env} gives action masks for a {action_space}; rlkit masks "
+                                            "Discrete actions only")
+            model = MaskedActorCritic(model, int(action_space.n))
+        return cls(model, norm, encoder)
 
     @classmethod
     def load(cls, run_dir: str | Path) -> tuple["Agent", TrainConfig]:
@@ -149,8 +176,10 @@ class Agent:
         require_state(str(ckpt), state, ("obs_norm",))
         cfg = TrainConfig.from_dict(state["config"])
         env = make_env(cfg.env, cfg.env_options)
-        agent = cls.build(cfg, env.observation_space, env.action_space)
-        close_envs(env, cfg.env)
+        try:
+            agent = cls.build(cfg, env.observation_space, env.action_space, has_action_masks(env))
+        finally:
+            close_envs(env, cfg.env)
         try:
             agent.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
             agent.obs_norm.load_state_dict(state["obs_norm"])

@@ -105,6 +105,10 @@ class TorchActor:
         params, values = self.model(x)
         return params.float().cpu().numpy(), values.float().cpu().numpy() if critic else None
 
+    def params(self, obs: np.ndarray) -> np.ndarray:
+        """``[N, out_dim]`` distribution parameters (logits or means)."""
+        return self._run(obs, critic=False)[0]
+
     def value(self, obs: np.ndarray) -> np.ndarray:
         return self._run(obs, critic=True)[1]  # type: ignore[return-value]
 

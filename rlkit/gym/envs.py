@@ -14,6 +14,7 @@ import numpy as np
 
 from rlkit.errors import EnvError
 from rlkit.errors import one_line as _one_line
+from rlkit.gym.masking import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
 
 log = logging.getLogger("rlkit")
@@ -115,6 +116,21 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
         return gym.make(env_id, **(env_kwargs or {}))
     except Exception as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
         raise _cannot_make(env_id, exc) from exc
+
+
+def vector_env_masks(envs: gym.vector.VectorEnv, env_id: str, env_kwargs: dict[str, Any]) -> bool:
+    """Whether the env gives action masks (:func:`rlkit.gym.masking.has_action_masks`); masks are
+    read from in-process envs only, so with ``--async-envs`` they are a one-line refusal."""
+    if isinstance(envs, SameStepEnvs):
+        return has_action_masks(envs.envs[0])
+    probe = make_env(env_id, env_kwargs)
+    try:
+        masked = has_action_masks(probe)
+    finally:
+        close_envs(probe, env_id)
+    if masked:
+        raise EnvError(f"{env_id} gives action masks, which rlkit reads from in-process envs: drop --async-envs")
+    return False
 
 
 def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = False) -> None:

@@ -108,6 +108,10 @@ class NumpyActor:
         w, b = layers[-1]
         return x @ w + b
 
+    def params(self, obs: np.ndarray) -> np.ndarray:
+        """``[N, out_dim]`` distribution parameters (logits or means)."""
+        return self._mlp(obs, self.actor)
+
     def value(self, obs: np.ndarray) -> np.ndarray:
         return self._mlp(obs, self.critic)[:, 0]
 

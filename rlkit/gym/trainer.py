@@ -30,7 +30,7 @@ from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
 from rlkit.gym.checkpoint import Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset_envs, step_envs
+from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset_envs, step_envs, vector_env_masks
 from rlkit.gym.episodes import Episodes
 from rlkit.io.logger import Logger
 from rlkit.variants import build_learner, variant_fields
@@ -82,13 +82,14 @@ class PPOTrainer:
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
         self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, **cfg.env_options)
-        self.agent = Agent.build(cfg, self.envs.single_observation_space, self.envs.single_action_space)
+        masked = vector_env_masks(self.envs, cfg.env, cfg.env_options)
+        self.agent = Agent.build(cfg, self.envs.single_observation_space, self.envs.single_action_space, masked)
         self.model = self.agent.model.to(self.device)
         self.head = self.model.head
         flat = FlatParameters(self.model.ordered_parameters(),
                               split=sum(p.numel() for p in self.model.actor_parameters()))
         image = self.agent.encoder.image is not None
-        self.kernels = select_kernels(cfg.kernels, small_mlp=not image, device=self.device)
+        self.kernels = select_kernels(cfg.kernels, small_mlp=not (image or masked), device=self.device)
         self.kernels.prepare(self.model, flat)
         self.learner = build_learner("gym", cfg, flat, self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                      self.device, self.model, FreshRollout(cfg.gamma, cfg.gae_lambda),
@@ -111,7 +112,8 @@ class PPOTrainer:
         """Reset all sub-envs. At update 0 with the run seed, later (after a checkpoint) with a
         seed derived from the update, so a resumed run continues exactly as an uninterrupted one."""
         seed = self.cfg.seed + EPISODE_RESEED_STRIDE * self.progress.updates_done
-        self.obs = self.parts.obs_norm(self._encode(reset_envs(self.envs, self.cfg.env, seed)), update=True)
+        self.obs = self._with_masks(self.parts.obs_norm(self._encode(reset_envs(self.envs, self.cfg.env, seed)),
+                                                        update=True))
         self.parts.rew_scaler.reset()
         self.learner.source.reset()
         self.parts.episodes.reset()
@@ -127,6 +129,20 @@ class PPOTrainer:
                            f"{one_line(exc)}") from None
         self._check_finite(obs, "observations")
         return obs
+
+    def _with_masks(self, obs: np.ndarray, final: bool = False) -> np.ndarray:
+        """``obs`` with the envs' action masks appended as 0/1 columns (see :mod:`rlkit.gym.masking`);
+        a final observation (only its value is read) gets an all-allowed mask."""
+        if not self.agent.masked:
+            return obs
+        n = self.envs.single_action_space.n  # type: ignore[attr-defined]
+        if final:
+            return np.concatenate([obs, np.ones((len(obs), n), obs.dtype)], axis=1)
+        try:
+            masks = self.envs.action_masks(n)  # type: ignore[attr-defined]
+        except ValueError as exc:
+            raise EnvError(f"{self.cfg.env}: {one_line(exc)}") from None
+        return np.concatenate([obs, masks.astype(obs.dtype)], axis=1)
 
     def _check_finite(self, x: np.ndarray, what: str) -> None:
         x = as_observation_array(x, self.cfg.env) if what == "observations" else x
@@ -150,9 +166,10 @@ class PPOTrainer:
             timeouts = truncated & ~terminated
             if timeouts.any():  # bootstrap a time-out from V(final observation)
                 ids = np.flatnonzero(timeouts)
-                final = obs_norm(self._encode([info["final_obs"][i] for i in ids], items=True), update=False)
+                final = self._with_masks(obs_norm(self._encode([info["final_obs"][i] for i in ids], items=True),
+                                                  update=False), final=True)
                 buf.set_final(t, ids, final, actor.value(final))
-            obs = obs_norm(next_obs, update=True)
+            obs = self._with_masks(obs_norm(next_obs, update=True))
         self.obs = obs
         self.parts.episodes.rollout(buf.np["raw_rewards"], buf.np["dones"])
         buf.set_values(actor.value)  # V(s_t) for the whole rollout in one batched pass (same snapshot)

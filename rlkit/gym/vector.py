@@ -18,6 +18,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
+from rlkit.gym.masking import env_mask
+
 
 class SameStepEnvs(gym.vector.VectorEnv):
     """``len(env_fns)`` envs stepped one after another in this process.
@@ -25,7 +27,8 @@ class SameStepEnvs(gym.vector.VectorEnv):
     ``step(actions [N, ...])`` returns ``(obs [N, ...], rewards [N] float64, terminated [N],
     truncated [N], info)``. When sub-env ``i``'s episode ends, it is reset in the same step: ``obs[i]``
     is the first observation of the next episode and ``info["final_obs"][i]`` the last one of the
-    ended episode (``info["_final_obs"]`` marks which entries are set); ``info`` has no other keys.
+    ended episode (``info["_final_obs"]`` marks which entries are set); ``info`` has no other keys
+    (an ``info["action_mask"]`` is kept per sub-env for :meth:`action_masks`).
     Every call returns fresh arrays (none is reused by a later step).
     """
 
@@ -40,6 +43,8 @@ class SameStepEnvs(gym.vector.VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.spec = first.spec
+        self.info_masks: list[Any] = [None] * self.num_envs
+        """Each sub-env's ``info["action_mask"]`` for its current observation (None: it gave none)."""
         self._stack: Callable[[list[Any]], Any] = (
             np.array if isinstance(self.single_observation_space, gym.spaces.Box) else self._concatenate)
 
@@ -54,7 +59,11 @@ class SameStepEnvs(gym.vector.VectorEnv):
             list(seed) if seed is not None else [None] * self.num_envs
         if len(seeds) != self.num_envs:
             raise ValueError(f"{len(seeds)} seeds for {self.num_envs} envs")
-        obs = [env.reset(seed=s, options=options)[0] for env, s in zip(self.envs, seeds)]
+        obs = []
+        for i, (env, s) in enumerate(zip(self.envs, seeds)):
+            o, inf = env.reset(seed=s, options=options)
+            obs.append(o)
+            self.info_masks[i] = inf.get("action_mask")
         return self._stack(obs), {}
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -65,13 +74,19 @@ class SameStepEnvs(gym.vector.VectorEnv):
         info: dict[str, Any] = {}
         per_env = actions if isinstance(actions, np.ndarray) else list(iterate(self.action_space, actions))
         for i, env in enumerate(self.envs):
-            obs[i], rewards[i], terminated[i], truncated[i], _ = env.step(per_env[i])
+            obs[i], rewards[i], terminated[i], truncated[i], inf = env.step(per_env[i])
             if terminated[i] or truncated[i]:
                 if not info:
                     info = {"final_obs": np.full(n, None, object), "_final_obs": np.zeros(n, np.bool_)}
                 info["final_obs"][i], info["_final_obs"][i] = deepcopy(obs[i]), True  # reset may reuse its array
-                obs[i], _ = env.reset()
+                obs[i], inf = env.reset()
+            self.info_masks[i] = inf.get("action_mask")
         return self._stack(obs), rewards, terminated, truncated, info
+
+    def action_masks(self, n_actions: int) -> np.ndarray:
+        """``[N, A]`` bool masks of the current observations: each sub-env's ``action_masks()``, or
+        its ``info["action_mask"]`` (see :mod:`rlkit.gym.masking`)."""
+        return np.stack([env_mask(env, {"action_mask": m}, n_actions) for env, m in zip(self.envs, self.info_masks)])
 
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
