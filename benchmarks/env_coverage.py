@@ -23,15 +23,17 @@ from report import emit
 def family_ids() -> list[str]:
     import gymnasium as gym
 
-    for module in ("ale_py", "minatar", "minigrid"):
+    import importlib
+
+    for module in ("ale_py", "minatar.gym", "minigrid"):
         try:
-            registered = __import__(module)
-            if module == "ale_py":
-                gym.register_envs(registered)
-            elif module == "minatar":
-                registered.gym.register_envs()
+            registered = importlib.import_module(module)
         except ImportError:
-            pass
+            continue
+        if module == "minatar.gym":
+            registered.register_envs()
+        else:
+            gym.register_envs(registered)
     return list(gym.registry)
 
 
