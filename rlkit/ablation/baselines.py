@@ -42,6 +42,20 @@ def _env_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     return json.loads(cfg.get("env_kwargs") or "{}")
 
 
+def _policy(space: Any) -> str:
+    """SB3's policy for an observation space: ``MultiInputPolicy`` for a Dict, ``CnnPolicy`` for
+    what SB3 takes as an image (uint8 frames its NatureCNN reads), ``MlpPolicy`` otherwise (a small
+    grid such as MinAtar's planes is flattened, as SB3 users run it)."""
+    import gymnasium as gym
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    if isinstance(space, gym.spaces.Dict):
+        return "MultiInputPolicy"
+    if is_image_space(space) and min(space.shape[:2] if space.shape[-1] <= 4 else space.shape[1:]) >= 36:
+        return "CnnPolicy"
+    return "MlpPolicy"
+
+
 def build_model(kind: str, cfg: dict[str, Any]) -> Any:
     """The SB3 model for a run's config record (``sb3:ppo`` matches PPO's settings field by field,
     except the value loss: SB3's is always ``vloss_form="clipped-mse"``, whatever the record says)."""
@@ -54,10 +68,11 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
     if cfg["norm_obs"] or cfg["norm_reward"]:
         env = VecNormalize(env, norm_obs=cfg["norm_obs"], norm_reward=cfg["norm_reward"], gamma=cfg["gamma"],
                            clip_obs=10.0, clip_reward=10.0)
+    policy = _policy(env.observation_space)
     if kind == "sb3:ppo":
         from stable_baselines3 import PPO
 
-        return PPO("MlpPolicy", env, n_epochs=cfg["update_epochs"], clip_range=cfg["clip_coef"],
+        return PPO(policy, env, n_epochs=cfg["update_epochs"], clip_range=cfg["clip_coef"],
                    clip_range_vf=cfg["clip_coef"] if cfg["clip_vloss"] else None, ent_coef=cfg["ent_coef"],
                    vf_coef=cfg["vf_coef"], max_grad_norm=cfg["max_grad_norm"], target_kl=cfg["target_kl"],
                    **_common(cfg))
@@ -65,7 +80,7 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
         from sb3_contrib import TRPO
     except ImportError:
         raise ConfigError("sb3-contrib:trpo needs the optional extra: pip install 'rlkit[baselines]'") from None
-    return TRPO("MlpPolicy", env, **_common(cfg))  # its own trust region (target_kl 0.01) and critic updates
+    return TRPO(policy, env, **_common(cfg))  # its own trust region (target_kl 0.01) and critic updates
 
 
 def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import gymnasium as gym
+import numpy as np
 import pytest
 
 from rlkit.ablation.report import write_report
@@ -216,3 +218,17 @@ def test_ray_missing_is_one_line(finished, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
     assert main(["sweep", spec, "--out", str(tmp_path / "r"), "--backend", "ray"]) == 2
     assert "pip install 'rlkit[ray]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("space,policy", [
+    (gym.spaces.Box(0, 255, (84, 84, 4), np.uint8), "CnnPolicy"),
+    (gym.spaces.Box(0, 255, (4, 84, 84), np.uint8), "CnnPolicy"),
+    (gym.spaces.Box(0, 1, (10, 10, 4), np.bool_), "MlpPolicy"),  # MinAtar planes: too small for NatureCNN
+    (gym.spaces.Dict({"a": gym.spaces.Discrete(3), "b": gym.spaces.Box(-1, 1, (2,))}), "MultiInputPolicy"),
+    (gym.spaces.Box(-1, 1, (3,)), "MlpPolicy"),
+])
+def test_sb3_baselines_pick_the_policy_their_observations_need(space, policy):
+    pytest.importorskip("stable_baselines3")
+    from rlkit.ablation.baselines import _policy
+
+    assert _policy(space) == policy
