@@ -8,29 +8,56 @@ from __future__ import annotations
 import signal
 import sys
 
+_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+_received: list[int] = []
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM during the imports."""
+
+class _Stopped(KeyboardInterrupt):
+    """A signal during the imports; ``signum`` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated
+def _hold_signals() -> None:
+    """From here on SIGINT and SIGTERM are ignored until the process has exited: the exit is under
+    way and its code stands. ``SIG_IGN`` survives interpreter shutdown (which resets Python
+    handlers to the default, deadly one); a signal that arrived just before, still pending for the
+    Python handler, is dropped without CPython's "ignored due to race condition" report."""
+    sys.unraisablehook = _quiet_race(sys.unraisablehook)
+    for s in _SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+
+
+def _quiet_race(hook):  # type: ignore[no-untyped-def]
+    def unraisable(info) -> None:  # type: ignore[no-untyped-def]
+        if not (isinstance(info.exc_value, OSError) and "ignored due to race condition" in str(info.exc_value)):
+            hook(info)
+
+    return unraisable
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    _hold_signals()
+    if not _received:  # a second signal (Ctrl-C pressed twice) finds the exit already under way
+        _received.append(signum)
+        raise _Stopped(signum)
 
 
 def main() -> int:
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = {s: signal.signal(s, _on_signal) for s in _SIGNALS}
     try:
         from rlkit.cli import main as cli_main
-    except KeyboardInterrupt as exc:
+    except _Stopped as exc:
         print("rlkit: interrupted while starting; nothing was written", file=sys.stderr)
-        return 128 + (signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        return 128 + exc.signum
+    for s, handler in previous.items():
+        signal.signal(s, handler)
     try:
         return cli_main()
     finally:  # the outcome is reported: a signal while Python shuts down must not change the exit code
-        for s in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(s, signal.SIG_IGN)
+        _hold_signals()
 
 
 if __name__ == "__main__":

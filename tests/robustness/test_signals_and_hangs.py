@@ -83,6 +83,29 @@ def test_a_signal_while_rlkit_is_still_importing_is_one_line(tmp_path, delay, si
         assert err.strip().splitlines()[-1].startswith("rlkit: ")
 
 
+@pytest.mark.parametrize("first, second", [(signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)])
+@pytest.mark.parametrize("delay, gap", [(0.3, 0.0), (0.8, 0.01), (0.8, 0.05)])
+def test_two_signals_while_rlkit_is_still_importing_are_one_line(tmp_path, first, second, delay, gap):
+    """Ctrl-C pressed twice (or a SIGTERM after it) before torch has finished importing: the
+    second signal finds the exit under way and cannot kill the process."""
+    import sys
+
+    cmd = [sys.executable, "-c", "import sys, rlkit_launch; sys.exit(rlkit_launch.main())", "train", "--preset",
+           "cartpole", "--total-steps", "4096", "--logdir", str(tmp_path / "runs"), "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(delay)
+    proc.send_signal(first)
+    time.sleep(gap)
+    proc.send_signal(second)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != -second and "Traceback" not in err, (proc.returncode, err[-1500:])
+    if proc.returncode >= 0:
+        # both pending at once (no gap): Python runs their handlers in signal-number order
+        assert proc.returncode in (128 + first, 128 + second) and len(err.strip().splitlines()) == 1, err
+        assert err.startswith("rlkit: ")
+
+
 def test_sigterm_is_handled_like_sigint(tmp_path):
     code, err, run_dir = _start_and_signal(tmp_path, signal.SIGTERM, "--async-envs")
     assert code == 128 + signal.SIGTERM, err[-1500:]
