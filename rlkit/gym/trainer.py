@@ -8,6 +8,7 @@ through :mod:`rlkit.variants.base`; the loop around updates is :mod:`rlkit.core.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -75,13 +76,33 @@ class PPOTrainer:
 
     def __init__(self, cfg: TrainConfig, changes: dict[str, object] | None = None) -> None:
         self.resumed = bool(cfg.resume)
-        stored = None
-        if cfg.resume:
-            cfg, stored = resume_config(cfg.resume, changes or {})
-        self.cfg = cfg
-        seed_and_threads(cfg.seed, cfg.torch_threads)
-        self.device = torch_device(cfg.device)
-        self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, **cfg.env_options)
+        # A resumed run is locked before anything of it is read: a second process is refused first.
+        early = open_run_dir(cfg.logdir, None, "", cfg.resume) if cfg.resume else None
+        with early.lock.released_on_error() if early else contextlib.nullcontext():
+            stored = None
+            if cfg.resume:
+                cfg, stored = resume_config(cfg.resume, changes or {})
+            self.cfg = cfg
+            seed_and_threads(cfg.seed, cfg.torch_threads)
+            self.device = torch_device(cfg.device)
+            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, **cfg.env_options)
+            try:
+                self._build()
+                default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
+                self.run_dir, self.lock = early or open_run_dir(cfg.logdir, cfg.run_name, default_name, None)
+                with self.lock.released_on_error():
+                    self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
+                    self.actor = self.model.snapshot()
+                    self.prior: dict | None = None
+                    """The result of a finished run that is resumed (its final evaluation stands)."""
+                    self._start_episodes()
+            except BaseException:  # workers must not outlive a start-up that failed
+                close_envs(self.envs, cfg.env, abort=True)
+                raise
+
+    def _build(self) -> None:
+        """The model, kernels, learner and buffer for ``self.cfg`` on ``self.envs``' spaces."""
+        cfg = self.cfg
         masked = vector_env_masks(self.envs, cfg.env, cfg.env_options)
         self.agent = Agent.build(cfg, self.envs.single_observation_space, self.envs.single_action_space, masked)
         self.model = self.agent.model.to(self.device)
@@ -98,14 +119,6 @@ class PPOTrainer:
                               Episodes(cfg.num_envs), Evaluations())
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,
                                     self.head.action_dtype, torch.uint8 if image else torch.float32)
-        default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
-        self.run_dir, self.lock = open_run_dir(cfg.logdir, cfg.run_name, default_name, cfg.resume)
-        with self.lock.released_on_error():
-            self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
-            self.actor = self.model.snapshot()
-            self.prior: dict | None = None
-            """The result of a finished run that is resumed (its final evaluation stands)."""
-            self._start_episodes()
 
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:

@@ -25,8 +25,8 @@ from safetensors.torch import save_file
 from rlkit.core.buffer import Batch
 from rlkit.core.device import torch_device
 from rlkit.core.learner import Progress
-from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, RunSpec, Schedule, open_run_dir, seed_and_threads,
-                             timestamp, train_steps, write_result)
+from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, RunDir, RunSpec, Schedule, open_run_dir,
+                             seed_and_threads, timestamp, train_steps, write_result)
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
@@ -69,6 +69,14 @@ class RLHFTrainer:
                  changes: dict[str, Any] | None = None):
         """``changes``: with ``cfg.resume``, the resumable fields to change (see
         :data:`rlkit.rlhf.checkpoint.RESUMABLE`: more iterations, moved models or prompts)."""
+        # A resumed run is locked before anything of it is read: a second process is refused first.
+        early = open_run_dir(cfg.logdir, None, "", cfg.resume) if cfg.resume else None
+        with early.lock.released_on_error() if early else contextlib.nullcontext():
+            self._set_up(cfg, reward, policy, tokenizer, prompts, extra_metrics, changes, early)
+
+    def _set_up(self, cfg: RLHFConfig, reward: Any, policy: torch.nn.Module | None, tokenizer: Any,
+                prompts: list[str] | None, extra_metrics: ExtraMetrics | None, changes: dict[str, Any] | None,
+                early: RunDir | None) -> None:
         stored = None
         if cfg.resume:  # the run's own config; weights and random streams are restored at the end
             cfg, stored = config_from_checkpoint(cfg.resume, changes)
@@ -98,8 +106,8 @@ class RLHFTrainer:
         self.learner, self.group_size = build_learner("rlhf", cfg, flat,
                                                       self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                                       self.device, self.model, FreshGrid())
-        self.run_dir, self.lock = open_run_dir(cfg.logdir, cfg.run_name,
-                                               f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}", cfg.resume)
+        self.run_dir, self.lock = early or open_run_dir(cfg.logdir, cfg.run_name,
+                                                        f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}", None)
         with self.lock.released_on_error():
             self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
 

@@ -60,3 +60,33 @@ def test_a_read_only_run_directory_is_one_line(tmp_path):
         assert "cannot write in" in error_line(run_cli("train", "--resume", str(run), "--total-steps", "2048"))
     finally:
         os.chmod(run, 0o755)
+
+
+def test_a_locked_run_is_refused_before_anything_of_it_is_read(tmp_path):
+    """The refusal is the only line: no warning about the run's checkpoints comes first."""
+    from rlkit.io.lock import RUN_LOCK, FolderLock
+
+    last_json(run_cli("train", *SMALL, "--logdir", str(tmp_path), "--run-name", "r"))
+    run = tmp_path / "r"
+    for f in (run / "checkpoints").rglob("*"):
+        if f.is_file():
+            f.unlink()  # no complete checkpoint: an unlocked resume would warn that the run starts again
+    with FolderLock(run, RUN_LOCK, "rlkit process", "resume it again"):
+        proc = run_cli("train", "--resume", str(run), "--total-steps", "2048")
+    assert "is in use by another rlkit process" in error_line(proc)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("case", ["existing name", "damaged checkpoint"])
+def test_a_start_up_that_fails_after_async_workers_started_is_one_line(tmp_path, case):
+    """Env workers started before the failure are stopped quietly: one line, not their tracebacks."""
+    last_json(run_cli("train", *SMALL, "--logdir", str(tmp_path), "--run-name", "r"))
+    run = tmp_path / "r"
+    if case == "existing name":
+        proc = run_cli("train", *SMALL, "--async-envs", "--logdir", str(tmp_path), "--run-name", "r")
+    else:
+        state = resolve_checkpoint(run) / "state.json"
+        state.write_text(json.dumps({**json.loads(state.read_text()), "recent_returns": "damaged"}))
+        proc = run_cli("train", "--resume", str(run), "--async-envs", "--total-steps", "2048")
+    error_line(proc)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
