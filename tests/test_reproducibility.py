@@ -174,6 +174,22 @@ def test_a_run_stopped_between_scheduled_checkpoints_resumes_to_the_same_bits(lo
     assert resumed.eval_return_mean == straight.eval_return_mean and resumed.updates == straight.updates == 6
 
 
+def test_an_extension_stopped_between_checkpoints_resumes_to_the_extended_total(logdir, monkeypatch):
+    """A finished run extended with a larger ``total_steps`` and stopped between two scheduled
+    checkpoints resumes (plain ``--resume``) from the scheduled one to the extended total, not to
+    the total that older checkpoint recorded."""
+    cfg = rlkit.preset("cartpole", "ppo", total_steps=2 * 512, num_envs=4, num_steps=128, checkpoint_every=1024,
+                       eval_episodes=1, progress=False, logdir=logdir, run_name="run")
+    run = str(rlkit.train(cfg).run_dir)
+    with monkeypatch.context() as m:
+        _stop_after_update(m, 3)
+        with pytest.raises(Interrupted):
+            resume(run, total_steps=6 * 512)
+    assert resolve_checkpoint(run).name == "update-0000003"
+    resumed = resume(run)
+    assert resumed.updates == 6 and resumed.total_steps == 6 * 512
+
+
 def _resume_rlhf(run, **changes):
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer

@@ -144,6 +144,16 @@ def newest_checkpoint_steps(run_dir: str | Path) -> int | None:
     return steps if isinstance(steps, int) and not isinstance(steps, bool) else None
 
 
+def newest_config(path: str | Path) -> dict[str, Any] | None:
+    """The config stored in the newest checkpoint at ``path`` (None: none, or unreadable). A
+    checkpoint written at an interrupt holds the settings the run last ran with (an extension's
+    ``total_steps``) even when a resume continues from an older, scheduled one."""
+    candidates = checkpoint_candidates(path)
+    state = read_json(candidates[0] / "state.json") if candidates else None
+    config = state.get("config") if isinstance(state, dict) else None
+    return config if isinstance(config, dict) else None
+
+
 def no_checkpoint_error(path: str | Path) -> CheckpointError:
     """The one-line error for a ``path`` with no checkpoint, saying what the folder is instead:
     a sweep directory, a folder of runs, an RLHF run's final policy or nothing at all."""

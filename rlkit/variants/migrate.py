@@ -17,7 +17,8 @@ import torch
 
 from rlkit.core.config import flat_field_names
 from rlkit.errors import CheckpointError, ConfigError
-from rlkit.io.checkpoint import find_resume_point, load_checkpoint, refuse_changes, require_state, run_dir_of
+from rlkit.io.checkpoint import (find_resume_point, load_checkpoint, newest_config, refuse_changes, require_state,
+                                 run_dir_of)
 from rlkit.io.files import read_json
 
 C = TypeVar("C")
@@ -46,9 +47,10 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     ``defaults``: the trainer config's flat defaults (for fields an earlier record leaves out).
     A state that does not hold what it should is a one-line :class:`CheckpointError`."""
     if trainer == "gym":
+        newest = newest_config(path)
         found = find_resume_point(path, ("config",), exact=True)
         if found is None:
-            record = migrate_config(_fresh_record(path), trainer)
+            record = _latest_settings(migrate_config(_fresh_record(path), trainer), newest, resumable)
             _refuse_changes(changes, record, resumable, defaults)
             return StoredRun(record, None, None)
     else:
@@ -67,8 +69,21 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     require_state(path, state, REQUIRED_STATE + required)
     _check_state(path, state)
     record = migrate_config(state["config"], trainer)
+    if trainer == "gym":
+        record = _latest_settings(record, newest, resumable)
     _refuse_changes(changes, record, resumable, defaults)
     return StoredRun(record, tensors, state)
+
+
+def _latest_settings(record: dict[str, Any], newest: dict[str, Any] | None, resumable: tuple[str, ...]
+                     ) -> dict[str, Any]:
+    """``record`` with the ``resumable`` settings of the newest checkpoint's config: a resume that
+    falls back from a checkpoint written at an interrupt to the scheduled one before it keeps what
+    the run last ran with (an extended ``total_steps``), not what that older checkpoint recorded."""
+    if newest is None:
+        return record
+    return {**record, **{k: newest[k] for k in resumable
+                         if k in newest and (record.get(k) is None or type(newest[k]) is type(record[k]))}}
 
 
 def _refuse_changes(changes: dict[str, Any], record: dict[str, Any], resumable: tuple[str, ...],
