@@ -83,7 +83,51 @@ def _signal_free_worker(*args: Any) -> None:
 
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_IGN)
-    _async_worker(*args)
+    env_fn = args[1]
+    if isinstance(env_fn, EnvMaker):
+        env_fn.in_worker = True
+    try:
+        _async_worker(*args)
+    except Exception:  # the env's own close() failing as the worker exits: the trainer has warned of it once
+        pass
+
+
+class EnvMaker:
+    """``gym.make(env_id, **env_kwargs)`` for an async worker (the id's namespace registered first,
+    whatever the start method). Gymnasium also makes one env in the trainer's process to read the
+    spaces and closes it at once: there a failing ``close()`` is the one warning of it, not a
+    failure to make the envs."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any]) -> None:
+        self.env_id, self.env_kwargs, self.in_worker = env_id, env_kwargs, False
+
+    def __call__(self) -> gym.Env:
+        register_namespace(self.env_id.rpartition(":")[2])
+        env = gym.make(self.env_id, disable_env_checker=True, **self.env_kwargs)
+        return env if self.in_worker else _WarnOnClose(env, self.env_id)
+
+
+class _WarnOnClose(gym.Wrapper):
+    def __init__(self, env: gym.Env, env_id: str) -> None:
+        super().__init__(env)
+        self.env_id = env_id
+
+    def close(self) -> None:
+        try:
+            super().close()
+        except Exception as exc:
+            warn_close_failed(self.env_id, exc)
+
+
+_WARNED: set[str] = set()
+
+
+def warn_close_failed(env_id: str, exc: Exception) -> None:
+    """One warning per env id and process that its ``close()`` failed (ignored: closing must
+    neither mask an error nor cost a finished run its result)."""
+    if env_id not in _WARNED:
+        _WARNED.add(env_id)
+        log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))
 
 
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwargs: Any) -> gym.vector.VectorEnv:
@@ -99,10 +143,9 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     try:
         if not async_envs:  # Gymnasium's SyncVectorEnv semantics, without its per-step info merging
             return SameStepEnvs([partial(gym.make, env_id, disable_env_checker=True, **env_kwargs)] * num_envs)
-        vector_kwargs: dict[str, Any] = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP, "copy": False,
-                                         "worker": _signal_free_worker}
-        return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="async",
-                            vector_kwargs=vector_kwargs, disable_env_checker=True, **env_kwargs)
+        return gym.vector.AsyncVectorEnv([EnvMaker(env_id, env_kwargs)] * num_envs, copy=False,
+                                         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                         worker=_signal_free_worker)
     except EnvError:
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
@@ -151,7 +194,7 @@ def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = 
             envs.close()
     except Exception as exc:
         if not abort:
-            log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))
+            warn_close_failed(env_id, exc)
 
 
 @contextlib.contextmanager
