@@ -17,7 +17,7 @@ class RunningMeanStd:
     def __init__(self, shape: tuple[int, ...] = (), epsilon: float = 1e-4) -> None:
         self.mean = np.zeros(shape, np.float64)
         self.var = np.ones(shape, np.float64)
-        self.count = epsilon
+        self.count = self.epsilon = epsilon
 
     def update(self, x: np.ndarray) -> None:
         """Fold in a batch ``x [n, *shape]`` (called every env step: kept to a few numpy calls)."""
@@ -40,8 +40,13 @@ class RunningMeanStd:
         if mean.shape != self.mean.shape or var.shape != self.mean.shape:
             raise ValueError(f"running statistics of shape {list(mean.shape)}/{list(var.shape)}; expected "
                              f"{list(self.mean.shape)}")
-        if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all() and count > 0):
-            raise ValueError("running statistics that are not finite, or a negative variance or count")
+        if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all()
+                and self.epsilon <= count < math.inf):
+            raise ValueError(f"running statistics that are not finite, a negative variance or a count below "
+                             f"its start ({self.epsilon}) or infinite")
+        with np.errstate(over="ignore"):  # the next update forms (mean - batch mean)**2 * count and var * count
+            if not (np.isfinite(np.square(2 * mean) * count).all() and np.isfinite(var * count).all()):
+                raise ValueError("running statistics too large to update in float64")
         self.mean, self.var, self.count = mean, var, count
 
 
@@ -78,7 +83,9 @@ class ObsNormalizer:
         return {"enabled": self.enabled, "clip": self.clip, "rms": self.rms.state_dict()}
 
     def load_state_dict(self, state: dict[str, object]) -> None:
-        self.enabled, self.clip = bool(state["enabled"]), float(state["clip"])  # type: ignore[arg-type]
+        """Statistics for this normalizer: its ``enabled`` and ``clip`` are the run's own, so a
+        state that says otherwise is a ``ValueError``."""
+        _same_settings("observation normalization", state, self.enabled, self.clip)
         self.rms.load_state_dict(state["rms"])  # type: ignore[arg-type]
         self._refresh()
 
@@ -114,9 +121,19 @@ class RewardScaler:
                 "returns": self.returns.tolist()}
 
     def load_state_dict(self, state: dict[str, object]) -> None:
-        self.enabled, self.clip = bool(state["enabled"]), float(state["clip"])  # type: ignore[arg-type]
+        """As :meth:`ObsNormalizer.load_state_dict`, with the per-env discounted returns."""
+        _same_settings("reward scaling", state, self.enabled, self.clip)
         self.rms.load_state_dict(state["rms"])  # type: ignore[arg-type]
         returns = np.asarray(state["returns"], np.float64)
-        if returns.shape != self.returns.shape:
-            raise ValueError(f"discounted returns of shape {list(returns.shape)}; expected {list(self.returns.shape)}")
+        if returns.shape != self.returns.shape or not np.isfinite(returns).all():
+            raise ValueError(f"discounted returns of shape {list(returns.shape)} (expected "
+                             f"{list(self.returns.shape)}), or not finite")
         self.returns = returns
+
+
+def _same_settings(what: str, state: dict[str, object], enabled: bool, clip: float) -> None:
+    """A stored normalizer's ``enabled`` and ``clip`` equal the ones the run builds from its config."""
+    stored = (state["enabled"], state["clip"])
+    if type(stored[0]) is not bool or type(stored[1]) not in (int, float) or stored != (enabled, clip):
+        raise ValueError(f"{what} stored as enabled={stored[0]!r}, clip={stored[1]!r}; the run's config gives "
+                         f"enabled={enabled}, clip={clip}")

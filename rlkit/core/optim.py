@@ -104,6 +104,13 @@ def _check_adam_state(param: torch.Tensor, tensors: dict[str, torch.Tensor]) -> 
         if moment.shape != param.shape or moment.dtype != param.dtype:
             raise ValueError(f"Adam's {name} is {moment.dtype} of shape {list(moment.shape)}; the parameters are "
                              f"{param.dtype} of shape {list(param.shape)}")
+        if not bool(torch.isfinite(moment).all()):
+            raise ValueError(f"Adam's {name} holds non-finite values")
+    if bool((tensors["exp_avg_sq"] < 0).any()):
+        raise ValueError("Adam's exp_avg_sq holds negative values (it is a running mean of squares)")
     step = tensors["step"]
-    if step.dim() != 0 or not step.is_floating_point() or not (0 <= float(step) < float("inf")):
-        raise ValueError(f"Adam's step is not a count: {step.dtype} of shape {list(step.shape)}")
+    # A float32 count is exact up to 2**24 (torch keeps Adam's step in float32); a stored state has
+    # taken at least one step.
+    if step.dim() != 0 or step.dtype not in (torch.float32, torch.float64) or not (
+            1 <= float(step) <= 2 ** 24 and float(step).is_integer()):
+        raise ValueError(f"Adam's step is not a count of steps taken: {step.dtype} {step.tolist()}")

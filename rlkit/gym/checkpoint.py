@@ -13,6 +13,7 @@ and recomputes the updates since, to the same numbers.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -93,7 +94,8 @@ def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progre
 
 def _returns(values: object) -> list[float]:
     """The stored recent returns, checked: a list of finite numbers (anything else is a ``ValueError``)."""
-    if not isinstance(values, list) or not all(type(v) in (int, float) and math.isfinite(v) for v in values):
+    if not isinstance(values, list) or not all(type(v) in (int, float) and abs(v) <= sys.float_info.max
+                                               and math.isfinite(v) for v in values):
         raise ValueError("recent_returns is not a list of finite numbers")
     return [float(v) for v in values]
 
@@ -110,6 +112,9 @@ def load_gym(run_dir: Path, stored: StoredRun, learner: Learner, parts: GymParts
             raise ValueError("the model's weights hold non-finite values")
         with torch.no_grad():
             for k, v in parts.model.state_dict().items():
+                if model[k].dtype != v.dtype or model[k].shape != v.shape:
+                    raise ValueError(f"model.{k} is {model[k].dtype} of shape {list(model[k].shape)}; the "
+                                     f"run's is {v.dtype} of shape {list(v.shape)}")
                 v.copy_(model[k])  # in place: the flat views stay intact
         learner.restore(tensors, state)
         parts.obs_norm.load_state_dict(state["obs_norm"])

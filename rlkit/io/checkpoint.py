@@ -132,7 +132,8 @@ def _pointed(root: Path) -> str | None:
     """The checkpoint name ``root/latest.json`` holds (None: no pointer, or a damaged one, e.g. a
     path leading out of ``root``)."""
     name = (read_json(root / LATEST) or {}).get("checkpoint")
-    plain = isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+    plain = isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name \
+        and len(name.encode("utf-8", "replace")) <= 255
     return name if plain else None
 
 
@@ -285,7 +286,7 @@ def restoring(run_dir: str | Path) -> Iterator[None]:
     wrong shapes or types) is a one-line :class:`CheckpointError`."""
     try:
         yield
-    except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+    except (KeyError, RuntimeError, ValueError, TypeError, OverflowError) as exc:
         raise CheckpointError(f"checkpoint in {str(run_dir)!r} does not fit this run: "
                               f"{type(exc).__name__}: {one_line(exc)}") from None
 

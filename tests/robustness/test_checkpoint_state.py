@@ -117,6 +117,25 @@ DAMAGE = {
     "Adam step missing": _tensors(lambda t: t.pop("optim.step")),
     "Adam step not a count": _tensors(lambda t: t.__setitem__("optim.step", t["optim.exp_avg"][:3].clone())),
     "non-finite weights": _tensors(lambda t: t[next(k for k in t if k.startswith("model."))].fill_(float("nan"))),
+    "weights cast to int32": _tensors(lambda t: t.update({k: t[k].int() for k in t if k.startswith("model.")})),
+    "a recent return beyond float": _state(lambda s: s.__setitem__("recent_returns", [10 ** 400])),
+    "Adam moment NaN": _tensors(lambda t: t["optim.exp_avg"].fill_(float("nan"))),
+    "Adam second moment infinite": _tensors(lambda t: t["optim.exp_avg_sq"].fill_(float("inf"))),
+    "Adam second moment negative": _tensors(lambda t: t["optim.exp_avg_sq"].fill_(-1.0)),
+    "Adam state missing": _tensors(lambda t: [t.pop(k) for k in [k for k in t if k.startswith("optim.")]]),
+    "Adam step zero": _tensors(lambda t: t["optim.step"].fill_(0)),
+    "Adam step fractional": _tensors(lambda t: t["optim.step"].fill_(2.5)),
+    "Adam step beyond a float32 count": _tensors(lambda t: t["optim.step"].fill_(1e30)),
+    "Adam step in bfloat16": _tensors(lambda t: t.__setitem__("optim.step", t["optim.step"].bfloat16())),
+    "obs count infinite": _state(lambda s: s["obs_norm"]["rms"].__setitem__("count", float("inf"))),
+    "obs count below its start": _state(lambda s: s["obs_norm"]["rms"].__setitem__("count", 1e-300)),
+    "obs mean too large to update": _state(lambda s: s["obs_norm"]["rms"].__setitem__("mean", [1e308] * 4)),
+    "obs clip NaN": _state(lambda s: s["obs_norm"].__setitem__("clip", float("nan"))),
+    "obs clip zero": _state(lambda s: s["obs_norm"].__setitem__("clip", 0.0)),
+    "obs normalization switched": _state(lambda s: s["obs_norm"].__setitem__("enabled", not s["obs_norm"]["enabled"])),
+    "reward count infinite": _state(lambda s: s["rew_scaler"]["rms"].__setitem__("count", float("inf"))),
+    "reward clip negative": _state(lambda s: s["rew_scaler"].__setitem__("clip", -1.0)),
+    "reward returns not finite": _state(lambda s: s["rew_scaler"].__setitem__("returns", [float("nan")] * 2)),
 }
 
 
@@ -133,6 +152,15 @@ def test_a_damaged_checkpoint_is_one_line_on_resume_and_changes_nothing(tmp_path
         resume(str(run), total_steps=2048)
     assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".rlkit-run.lock"} == before
+
+
+def test_a_latest_pointer_too_long_for_a_file_name_is_ignored(tmp_path, small_run):
+    from rlkit.io.checkpoint import resolve_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    (run / "checkpoints" / "latest.json").write_text(json.dumps({"checkpoint": "u" * 5000}))
+    assert resolve_checkpoint(run).parent == run / "checkpoints"
 
 
 def test_a_latest_pointer_out_of_the_run_is_ignored(tmp_path, small_run):
