@@ -156,7 +156,8 @@ def _eval(argv: list[str]) -> int:
     agent, cfg = Agent.load(args.run_dir)
     start = time.perf_counter()
     result = agent.evaluate(cfg.env, args.episodes, seed=args.seed, max_steps=args.max_steps or None,
-                            progress=not args.no_progress, env_kwargs=cfg.env_options)
+                            progress=not args.no_progress, env_kwargs=cfg.env_options,
+                            wrappers=cfg.env_wrappers)
     seconds = time.perf_counter() - start
     print(json.dumps({"env": cfg.env, "seed": args.seed, "total_steps": sum(result.lengths),
                       "steps_per_second": sum(result.lengths) / seconds, "eval_return_mean": result.mean,

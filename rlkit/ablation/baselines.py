@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ import numpy as np
 from rlkit.core.loop import EVAL_SEED_OFFSET
 from rlkit.errors import ConfigError
 from rlkit.gym.agent import run_episodes
+from rlkit.gym.envs import check_env_id
+from rlkit.gym.wrappers import make_kwargs, wrap
 from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
 
@@ -64,7 +67,11 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
         from stable_baselines3.common.vec_env import VecNormalize
     except ImportError:
         raise ConfigError("baselines need the optional extra: pip install 'rlkit[baselines]'") from None
-    env = make_vec_env(cfg["env"], n_envs=cfg["num_envs"], seed=cfg["seed"], env_kwargs=_env_kwargs(cfg))
+    stack = cfg.get("env_wrappers") or ""  # the run's wrapper stack, its training side on SB3's envs too
+    check_env_id(cfg["env"])  # registers the id's namespace (MinAtar/, ALE/) in this process
+    env = make_vec_env(cfg["env"], n_envs=cfg["num_envs"], seed=cfg["seed"],
+                       env_kwargs=make_kwargs(stack, _env_kwargs(cfg)),
+                       wrapper_class=partial(wrap, name=stack, training=True) if stack else None)
     if cfg["norm_obs"] or cfg["norm_reward"]:
         env = VecNormalize(env, norm_obs=cfg["norm_obs"], norm_reward=cfg["norm_reward"], gamma=cfg["gamma"],
                            clip_obs=10.0, clip_reward=10.0)
@@ -107,7 +114,8 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
         start = time.perf_counter()
         seconds.append(start - clock["start"] - clock["eval"])  # training time so far
         result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + EVAL_SEED_OFFSET,
-                              cfg["eval_max_steps"] or None, env_kwargs=_env_kwargs(cfg))
+                              cfg["eval_max_steps"] or None, env_kwargs=_env_kwargs(cfg),
+                              wrappers=cfg.get("env_wrappers") or "")
         clock["eval"] += time.perf_counter() - start
         history.append((step, result.mean, result.std))
         logger.scalars({"eval/return_mean": result.mean, "eval/return_std": result.std}, step)

@@ -43,17 +43,18 @@ class EvalResult(NamedTuple):
 
 def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, seed: int = 0,
                  max_steps: int | None = None, progress: bool = False,
-                 env_kwargs: dict[str, Any] | None = None, masked: bool = False) -> EvalResult:
+                 env_kwargs: dict[str, Any] | None = None, masked: bool = False, wrappers: str = "") -> EvalResult:
     """Returns of ``act`` over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each episode is
     cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
     an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
     the sweep's baselines) uses. ``progress``: a bar of episodes on a terminal; ``env_kwargs``: for
-    ``gymnasium.make``; ``masked``: ``act(obs, action_mask=...)`` gets the env's action mask."""
+    ``gymnasium.make``; ``masked``: ``act(obs, action_mask=...)`` gets the env's action mask;
+    ``wrappers``: the run's wrapper stack (its evaluation side, :mod:`rlkit.gym.wrappers`)."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
         raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
-    env = make_env(env_id, env_kwargs)
+    env = make_env(env_id, env_kwargs, wrappers)
     cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
     returns, lengths, capped = [], [], 0
     bar = progress_bar(episodes, "episode", progress, "evaluating")
@@ -144,9 +145,9 @@ class Agent:
         return self.encoder.batch(obs.reshape(n, *self.obs_shape), n), single
 
     def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None,
-                 progress: bool = False, env_kwargs: dict[str, Any] | None = None) -> EvalResult:
+                 progress: bool = False, env_kwargs: dict[str, Any] | None = None, wrappers: str = "") -> EvalResult:
         """Deterministic returns over ``episodes`` episodes (see :func:`run_episodes`)."""
-        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs, self.masked)
+        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs, self.masked, wrappers)
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space, masked: bool = False) -> "Agent":
@@ -175,7 +176,7 @@ class Agent:
                               "(an RLHF run's policy is in its checkpoints and policy.safetensors)")
         require_state(str(ckpt), state, ("obs_norm",))
         cfg = TrainConfig.from_dict(state["config"])
-        env = make_env(cfg.env, cfg.env_options)
+        env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
         try:
             agent = cls.build(cfg, env.observation_space, env.action_space, has_action_masks(env))
         finally:

@@ -17,6 +17,7 @@ from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, f
                                require_positive_int)
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
+from rlkit.gym.wrappers import check_wrappers
 from rlkit.variants import VariantGroups, variant_presets
 
 __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
@@ -32,6 +33,10 @@ class TrainConfig(ComposedConfig):
     env_kwargs: str = ""
     """Keyword arguments for gymnasium.make as a JSON object, e.g. '{"is_slippery": false}'; kept with the
     run, so --resume and rlkit eval make the same env."""
+    env_wrappers: str = ""
+    """Wrapper stack on every env of the run ('' none; 'atari': no-op starts, frame skip 4, 84x84 gray,
+    4 stacked frames, training per life on sign-clipped rewards, evaluation on the game score);
+    kept with the run."""
     seed: int = 1
     """Seed for torch, numpy and the environments; equal seeds give bit-identical runs on CPU."""
     total_steps: int = 500_000
@@ -88,6 +93,7 @@ class TrainConfig(ComposedConfig):
             raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
                               f"({self.batch_size} steps)")
         self.env_options  # a one-line ConfigError unless a JSON object
+        check_wrappers(self.env_wrappers)
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
 
@@ -145,6 +151,19 @@ PRESETS: dict[str, dict[str, object]] = {
     "mujoco": dict(env="Hopper-v5", total_steps=1_000_000, num_envs=1, num_steps=2048,
                    num_minibatches=32, update_epochs=10, learning_rate=3e-4, anneal_lr=True,
                    ent_coef=0.0, norm_obs=True, norm_reward=True, checkpoint_every=100_000),
+    # CleanRL ppo_atari.py (Huang et al. 2022) on Gymnasium's ALE v5 ids (sticky actions 0.25, as
+    # Machado et al. 2018 recommend) under the 'atari' wrapper stack; the Nature CNN is chosen by
+    # the 4x84x84 frames. 10M steps is the papers' budget (40M frames).
+    "atari": dict(env="ALE/Breakout-v5", env_wrappers="atari", total_steps=10_000_000, num_envs=8,
+                  num_steps=128, num_minibatches=4, update_epochs=4, learning_rate=2.5e-4, anneal_lr=True,
+                  clip_coef=0.1, ent_coef=0.01, norm_obs=False, norm_reward=False, checkpoint_every=500_000,
+                  eval_episodes=10),
+    # Pgx's MinAtar PPO example (after PureJaxRL): lr 3e-4 held constant, 3 epochs, clip 0.2,
+    # entropy 0.01, at a 2-core CPU's scale (8 envs x 128 steps in 4 minibatches, where Pgx runs
+    # 4096 envs) and the issue's 1M steps; MinAtar's small-grid CNN is chosen by the 10x10 planes.
+    "minatar": dict(env="MinAtar/Breakout-v1", total_steps=1_000_000, num_envs=8, num_steps=128,
+                    num_minibatches=4, update_epochs=3, learning_rate=3e-4, anneal_lr=False, clip_coef=0.2,
+                    ent_coef=0.01, norm_obs=False, norm_reward=False, checkpoint_every=100_000),
 }
 
 
@@ -153,7 +172,7 @@ PRESETS: dict[str, dict[str, object]] = {
 PRESETS.update({"ppo": dict(), **variant_presets()})
 
 
-ENV_PRESETS = ("cartpole", "mujoco")
+ENV_PRESETS = ("cartpole", "mujoco", "atari", "minatar")
 """Presets that choose an environment and its settings; at most one per config."""
 
 

@@ -6,7 +6,6 @@ import contextlib
 import importlib
 import logging
 import signal
-from functools import partial
 from typing import Any, Iterator
 
 import gymnasium as gym
@@ -16,6 +15,7 @@ from rlkit.errors import EnvError
 from rlkit.errors import one_line as _one_line
 from rlkit.gym.masking import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
+from rlkit.gym.wrappers import check_wrappers, make_kwargs, wrap
 
 log = logging.getLogger("rlkit")
 
@@ -85,7 +85,7 @@ def _signal_free_worker(*args: Any) -> None:
         signal.signal(s, signal.SIG_IGN)
     env_fn = args[1]
     if isinstance(env_fn, EnvMaker):
-        env_fn.in_worker = True
+        env_fn.warn_on_close = False
     try:
         _async_worker(*args)
     except Exception:  # the env's own close() failing as the worker exits: the trainer has warned of it once
@@ -93,18 +93,20 @@ def _signal_free_worker(*args: Any) -> None:
 
 
 class EnvMaker:
-    """``gym.make(env_id, **env_kwargs)`` for an async worker (the id's namespace registered first,
-    whatever the start method). Gymnasium also makes one env in the trainer's process to read the
-    spaces and closes it at once: there a failing ``close()`` is the one warning of it, not a
-    failure to make the envs."""
+    """One training env: ``gym.make(env_id, **env_kwargs)`` under the wrapper stack ``wrappers``
+    (:mod:`rlkit.gym.wrappers`), picklable for async workers (the id's namespace is registered
+    first, whatever the start method). Gymnasium's async envs also make one env in the trainer's
+    process to read the spaces and close it at once: there (``warn_on_close``) a failing
+    ``close()`` is the one warning of it, not a failure to make the envs."""
 
-    def __init__(self, env_id: str, env_kwargs: dict[str, Any]) -> None:
-        self.env_id, self.env_kwargs, self.in_worker = env_id, env_kwargs, False
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], wrappers: str = "", warn_on_close: bool = True) -> None:
+        self.env_id, self.env_kwargs, self.wrappers, self.warn_on_close = env_id, env_kwargs, wrappers, warn_on_close
 
     def __call__(self) -> gym.Env:
         register_namespace(self.env_id.rpartition(":")[2])
-        env = gym.make(self.env_id, disable_env_checker=True, **self.env_kwargs)
-        return env if self.in_worker else _WarnOnClose(env, self.env_id)
+        env = gym.make(self.env_id, disable_env_checker=True, **make_kwargs(self.wrappers, self.env_kwargs))
+        env = wrap(env, self.wrappers, training=True)
+        return _WarnOnClose(env, self.env_id) if self.warn_on_close else env
 
 
 class _WarnOnClose(gym.Wrapper):
@@ -130,9 +132,11 @@ def warn_close_failed(env_id: str, exc: Exception) -> None:
         log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))
 
 
-def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwargs: Any) -> gym.vector.VectorEnv:
-    """``num_envs`` copies of ``env_id`` in SAME_STEP autoreset mode: in this process
-    (:class:`~rlkit.gym.vector.SameStepEnvs`), or one worker process each with ``async_envs``.
+def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers: str = "",
+                 **env_kwargs: Any) -> gym.vector.VectorEnv:
+    """``num_envs`` copies of ``env_id`` (under the training side of the wrapper stack ``wrappers``)
+    in SAME_STEP autoreset mode: in this process (:class:`~rlkit.gym.vector.SameStepEnvs`), or one
+    worker process each with ``async_envs``.
 
     SAME_STEP (Gymnasium 1.x): when an episode ends at step t, ``step`` returns the reset
     observation and puts the true final observation in ``info["final_obs"]``; so no
@@ -140,10 +144,11 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
     V(final observation).
     """
     check_env_id(env_id)
+    check_wrappers(wrappers)
     try:
         if not async_envs:  # Gymnasium's SyncVectorEnv semantics, without its per-step info merging
-            return SameStepEnvs([partial(gym.make, env_id, disable_env_checker=True, **env_kwargs)] * num_envs)
-        return gym.vector.AsyncVectorEnv([EnvMaker(env_id, env_kwargs)] * num_envs, copy=False,
+            return SameStepEnvs([EnvMaker(env_id, env_kwargs, wrappers, warn_on_close=False)] * num_envs)
+        return gym.vector.AsyncVectorEnv([EnvMaker(env_id, env_kwargs, wrappers)] * num_envs, copy=False,
                                          autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
                                          worker=_signal_free_worker)
     except EnvError:
@@ -152,11 +157,15 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, **env_kwa
         raise _cannot_make(env_id, exc) from exc
 
 
-def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None) -> gym.Env:
-    """One ``env_id`` env (``gym.make`` with ``env_kwargs``); a failure is a one-line :class:`EnvError`."""
+def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: str = "",
+             training: bool = False) -> gym.Env:
+    """One ``env_id`` env (``gym.make`` with ``env_kwargs``), under the evaluation (or with
+    ``training``, the training) side of the wrapper stack ``wrappers``; a failure is a one-line
+    :class:`EnvError`."""
     check_env_id(env_id)
+    check_wrappers(wrappers)
     try:
-        return gym.make(env_id, **(env_kwargs or {}))
+        return wrap(gym.make(env_id, **make_kwargs(wrappers, env_kwargs or {})), wrappers, training)
     except Exception as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
         raise _cannot_make(env_id, exc) from exc
 

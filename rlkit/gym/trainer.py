@@ -85,7 +85,7 @@ class PPOTrainer:
             self.cfg = cfg
             seed_and_threads(cfg.seed, cfg.torch_threads)
             self.device = torch_device(cfg.device)
-            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, **cfg.env_options)
+            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, cfg.env_wrappers, **cfg.env_options)
             try:
                 self._build()
                 default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
@@ -277,7 +277,8 @@ class PPOTrainer:
         cfg, steps = self.cfg, self.progress.env_steps
         self.agent.actor = self.model.snapshot()
         evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + EVAL_SEED_OFFSET,
-                                         max_steps=cfg.eval_max_steps or None, env_kwargs=cfg.env_options)
+                                         max_steps=cfg.eval_max_steps or None, env_kwargs=cfg.env_options,
+                                         wrappers=cfg.env_wrappers)
         logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
                         "eval/capped_episodes": float(evaluation.capped)}, steps)
         self.parts.evaluations.history.append((steps, evaluation.mean, evaluation.std))

@@ -169,7 +169,7 @@ def register_variant(variant: Variant) -> None:
 
 RESERVED = ("ppo", "variants")
 """Names of the trainer configs' sub-configs: neither a variant nor an option may take them."""
-RESERVED_PRESETS = ("ppo", "cartpole", "mujoco")
+RESERVED_PRESETS = ("ppo", "cartpole", "mujoco", "atari", "minatar")
 """Presets of the Gymnasium config itself (plain PPO and the env presets)."""
 
 

@@ -1,0 +1,124 @@
+"""Env wrapper stacks chosen by name (``--env-wrappers atari``), registered like heads and encoders.
+
+A stack wraps every env rlkit makes for a run: its training envs (in process or in async workers)
+and its evaluation env, which may differ (Atari trains per life on clipped rewards and is
+evaluated on the game score over whole games). The stack's name is kept in the run's config, so
+``--resume`` and ``rlkit eval`` build the same envs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gymnasium as gym
+import numpy as np
+
+from rlkit.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class WrapperStack:
+    """What a named stack does to an env made with ``gym.make``."""
+
+    train: Callable[[gym.Env], gym.Env]
+    """Wraps a training env."""
+    evaluate: Callable[[gym.Env], gym.Env]
+    """Wraps an evaluation env (returns are what the stack reports as the task's score)."""
+    make_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Keyword arguments ``gym.make`` needs beneath the stack (a run's own ``env_kwargs`` win)."""
+    summary: str = ""
+    """One line for ``--help`` and the docs."""
+
+
+WRAPPER_STACKS: dict[str, WrapperStack] = {}
+
+
+def register_wrappers(name: str, stack: WrapperStack) -> None:
+    """Make ``stack`` available as ``--env-wrappers name``."""
+    WRAPPER_STACKS[name] = stack
+
+
+def check_wrappers(name: str) -> None:
+    """A one-line :class:`ConfigError` unless ``name`` is ``""`` (none) or a registered stack."""
+    if name and name not in WRAPPER_STACKS:
+        raise ConfigError(f"unknown env_wrappers {name!r}; choose from '' (none), {', '.join(WRAPPER_STACKS)}")
+
+
+def make_kwargs(name: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``gym.make`` keyword arguments for an env under stack ``name``: the stack's, then the run's."""
+    return {**(WRAPPER_STACKS[name].make_kwargs if name else {}), **env_kwargs}
+
+
+def wrap(env: gym.Env, name: str, training: bool) -> gym.Env:
+    """``env`` under stack ``name`` (unchanged for ``""``)."""
+    if not name:
+        return env
+    stack = WRAPPER_STACKS[name]
+    return stack.train(env) if training else stack.evaluate(env)
+
+
+# ----------------------------------------------------------------------------------------- Atari
+class EpisodicLife(gym.Wrapper):
+    """A lost life ends the episode for learning (``terminated``), while the game goes on: the
+    next reset is a no-op step unless the game is over (Mnih et al. 2015; Stable-Baselines3's
+    ``EpisodicLifeEnv``). A reset with a seed is always a new game, so a run's seeded resets (its
+    checkpoints' episode boundaries) start from the same state on resume."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lives, self.game_over = 0, True
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self.env.unwrapped.ale.lives()
+        if 0 < lives < self.lives:
+            terminated = True
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        if self.game_over or seed is not None:
+            obs, info = self.env.reset(seed=seed, options=options)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(seed=seed, options=options)
+        self.game_over, self.lives = False, self.env.unwrapped.ale.lives()
+        return obs, info
+
+
+class FireReset(gym.Wrapper):
+    """Press FIRE (then the next action) after each reset, for games that wait for it to start
+    (Stable-Baselines3's ``FireResetEnv``)."""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        for action in (1, 2):
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset(options=options)
+        return obs, info
+
+
+def _atari(env: gym.Env, training: bool) -> gym.Env:
+    """Gymnasium's ``AtariPreprocessing`` (30 no-op starts, frame skip 4 with max-pooling, 84x84
+    grayscale), then for training episodic life and rewards clipped to their sign, FIRE on reset
+    where the game needs it, and the last 4 frames stacked: the PPO Atari setting of Huang et al.
+    (2022, "The 37 implementation details of PPO"), as Stable-Baselines3's ``AtariWrapper``."""
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
+    if training:
+        env = EpisodicLife(env)
+    if "FIRE" in env.unwrapped.get_action_meanings()[1:2]:
+        env = FireReset(env)
+    if training:
+        env = gym.wrappers.TransformReward(env, lambda r: float(np.sign(r)))
+    return gym.wrappers.FrameStackObservation(env, 4)
+
+
+register_wrappers("atari", WrapperStack(
+    train=lambda env: _atari(env, True), evaluate=lambda env: _atari(env, False),
+    make_kwargs={"frameskip": 1},
+    summary="Atari: no-op starts, frame skip 4, 84x84 gray, 4 stacked frames; training per life on "
+            "sign-clipped rewards, evaluation on the game score"))
