@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, flat_init, require_minibatches,
                                require_positive_int)
@@ -55,6 +55,11 @@ class TrainConfig(ComposedConfig):
     """Scale rewards by the running std of the discounted return (clipped to +-10)."""
     async_envs: bool = False
     """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process."""
+    env_backend: Literal["gymnasium", "vector", "envpool"] = "gymnasium"
+    """How sub-environments step: gymnasium (one env object each, in turn or with --async-envs in
+    workers), vector (the env's own vectorized implementation, all in one numpy step: CartPole) or
+    envpool (EnvPool's C++ envs of the same id; ALE ids with --env-wrappers atari). Evaluation
+    always runs Gymnasium's env."""
     hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer sizes of the separate actor and critic MLPs (tanh)."""
     logdir: str = "runs"

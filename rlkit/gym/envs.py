@@ -11,8 +11,9 @@ from typing import Any, Iterator
 import gymnasium as gym
 import numpy as np
 
-from rlkit.errors import EnvError
+from rlkit.errors import ConfigError, EnvError
 from rlkit.errors import one_line as _one_line
+from rlkit.gym.backends import make_envpool_backend, make_vector_backend
 from rlkit.gym.masking import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
 from rlkit.gym.wrappers import check_wrappers, make_kwargs, wrap
@@ -133,10 +134,11 @@ def warn_close_failed(env_id: str, exc: Exception) -> None:
 
 
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers: str = "",
-                 **env_kwargs: Any) -> gym.vector.VectorEnv:
+                 backend: str = "gymnasium", **env_kwargs: Any) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` (under the training side of the wrapper stack ``wrappers``)
-    in SAME_STEP autoreset mode: in this process (:class:`~rlkit.gym.vector.SameStepEnvs`), or one
-    worker process each with ``async_envs``.
+    in SAME_STEP autoreset mode: in this process (:class:`~rlkit.gym.vector.SameStepEnvs`), one
+    worker process each with ``async_envs``, or with ``backend="vector"`` the env's own vectorized
+    implementation (:mod:`rlkit.gym.backends`).
 
     SAME_STEP (Gymnasium 1.x): when an episode ends at step t, ``step`` returns the reset
     observation and puts the true final observation in ``info["final_obs"]``; so no
@@ -145,13 +147,20 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
     """
     check_env_id(env_id)
     check_wrappers(wrappers)
+    if backend != "gymnasium" and (async_envs or (wrappers and backend == "vector")):
+        raise ConfigError(f"--env-backend {backend} steps every env in one call from this process"
+                          + (", under no wrapper stack: drop --env-wrappers" if not async_envs else ": drop --async-envs"))
     try:
+        if backend == "vector":
+            return make_vector_backend(env_id.rpartition(":")[2], num_envs, env_kwargs)
+        if backend == "envpool":
+            return make_envpool_backend(env_id.rpartition(":")[2], num_envs, wrappers, env_kwargs)
         if not async_envs:  # Gymnasium's SyncVectorEnv semantics, without its per-step info merging
             return SameStepEnvs([EnvMaker(env_id, env_kwargs, wrappers, warn_on_close=False)] * num_envs)
         return gym.vector.AsyncVectorEnv([EnvMaker(env_id, env_kwargs, wrappers)] * num_envs, copy=False,
                                          autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
                                          worker=_signal_free_worker)
-    except EnvError:
+    except (EnvError, ConfigError):
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
         raise _cannot_make(env_id, exc) from exc

@@ -85,7 +85,8 @@ class PPOTrainer:
             self.cfg = cfg
             seed_and_threads(cfg.seed, cfg.torch_threads)
             self.device = torch_device(cfg.device)
-            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, cfg.env_wrappers, **cfg.env_options)
+            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, cfg.env_wrappers, cfg.env_backend,
+                                     **cfg.env_options)
             try:
                 self._build()
                 default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
