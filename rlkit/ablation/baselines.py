@@ -1,5 +1,6 @@
-"""Reference implementations in a sweep: Stable-Baselines3 PPO (``sb3:ppo``) and sb3-contrib TRPO
-(``sb3-contrib:trpo``, the trust-region method both Outer-PPO and HP3O argue against), trained on
+"""Reference implementations in a sweep: Stable-Baselines3 PPO (``sb3:ppo``), sb3-contrib TRPO
+(``sb3-contrib:trpo``, the trust-region method both Outer-PPO and HP3O argue against) and
+sb3-contrib MaskablePPO (``sb3-contrib:maskable-ppo``, for envs with action masks), trained on
 the same env, seed and step budget as the rlkit runs, from the same config record where the two
 libraries share a setting, and evaluated with rlkit's deterministic protocol
 (:func:`rlkit.gym.agent.run_episodes`: greedy actions, env seeds ``seed + 10000 + i``).
@@ -17,12 +18,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from rlkit.core.loop import EVAL_SEED_OFFSET
 from rlkit.errors import ConfigError
 from rlkit.gym.agent import run_episodes
 from rlkit.gym.envs import check_env_id
+from rlkit.gym.masking import env_mask
 from rlkit.gym.wrappers import make_kwargs, wrap
 from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
@@ -59,6 +62,34 @@ def _policy(space: Any) -> str:
     return "MlpPolicy"
 
 
+MASKABLE = "sb3-contrib:maskable-ppo"
+
+
+class _Masks(gym.Wrapper):
+    """The env's action masks as sb3-contrib's ``action_masks()`` (read by rlkit's rules: the env's
+    own ``action_masks()``, else ``info["action_mask"]`` of the last reset or step)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.info: dict[str, Any] = {}
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        obs, self.info = self.env.reset(**kwargs)
+        return obs, self.info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, self.info = self.env.step(action)
+        return obs, reward, terminated, truncated, self.info
+
+    def action_masks(self) -> np.ndarray:
+        return env_mask(self.env, self.info, int(self.action_space.n))
+
+
+def _wrapped(env: gym.Env, stack: str, masks: bool) -> gym.Env:
+    env = wrap(env, stack, training=True)
+    return _Masks(env) if masks else env
+
+
 def build_model(kind: str, cfg: dict[str, Any]) -> Any:
     """The SB3 model for a run's config record (``sb3:ppo`` matches PPO's settings field by field,
     except the value loss: SB3's is always ``vloss_form="clipped-mse"``, whatever the record says)."""
@@ -71,18 +102,24 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
     check_env_id(cfg["env"])  # registers the id's namespace (MinAtar/, ALE/) in this process
     env = make_vec_env(cfg["env"], n_envs=cfg["num_envs"], seed=cfg["seed"],
                        env_kwargs=make_kwargs(stack, _env_kwargs(cfg)),
-                       wrapper_class=partial(wrap, name=stack, training=True) if stack else None)
+                       wrapper_class=partial(_wrapped, stack=stack, masks=kind == MASKABLE))
     if cfg["norm_obs"] or cfg["norm_reward"]:
         env = VecNormalize(env, norm_obs=cfg["norm_obs"], norm_reward=cfg["norm_reward"], gamma=cfg["gamma"],
                            clip_obs=10.0, clip_reward=10.0)
     policy = _policy(env.observation_space)
+    ppo = dict(n_epochs=cfg["update_epochs"], clip_range=cfg["clip_coef"],
+               clip_range_vf=cfg["clip_coef"] if cfg["clip_vloss"] else None, ent_coef=cfg["ent_coef"],
+               vf_coef=cfg["vf_coef"], max_grad_norm=cfg["max_grad_norm"], target_kl=cfg["target_kl"], **_common(cfg))
     if kind == "sb3:ppo":
         from stable_baselines3 import PPO
 
-        return PPO(policy, env, n_epochs=cfg["update_epochs"], clip_range=cfg["clip_coef"],
-                   clip_range_vf=cfg["clip_coef"] if cfg["clip_vloss"] else None, ent_coef=cfg["ent_coef"],
-                   vf_coef=cfg["vf_coef"], max_grad_norm=cfg["max_grad_norm"], target_kl=cfg["target_kl"],
-                   **_common(cfg))
+        return PPO(policy, env, **ppo)
+    if kind == MASKABLE:
+        try:
+            from sb3_contrib import MaskablePPO
+        except ImportError:
+            raise ConfigError(f"{kind} needs the optional extra: pip install 'rlkit[baselines]'") from None
+        return MaskablePPO(policy, env, **ppo)  # PPO's settings, invalid actions masked (Huang & Ontañón 2022)
     try:
         from sb3_contrib import TRPO
     except ImportError:
@@ -101,10 +138,11 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
     seconds: list[float] = []
     clock = {"start": time.perf_counter(), "eval": 0.0}
 
-    def act(obs: np.ndarray) -> np.ndarray:
+    def act(obs: np.ndarray, action_mask: np.ndarray | None = None) -> np.ndarray:
         env = model.get_env()
         x = env.normalize_obs(obs) if isinstance(env, VecNormalize) else obs
-        action, _ = model.predict(x, deterministic=True)
+        masks = {} if action_mask is None else {"action_masks": action_mask}
+        action, _ = model.predict(x, deterministic=True, **masks)
         space = env.action_space
         if hasattr(space, "low"):
             return np.clip(action, space.low, space.high)
@@ -114,7 +152,7 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
         start = time.perf_counter()
         seconds.append(start - clock["start"] - clock["eval"])  # training time so far
         result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + EVAL_SEED_OFFSET,
-                              cfg["eval_max_steps"] or None, env_kwargs=_env_kwargs(cfg),
+                              cfg["eval_max_steps"] or None, env_kwargs=_env_kwargs(cfg), masked=kind == MASKABLE,
                               wrappers=cfg.get("env_wrappers") or "")
         clock["eval"] += time.perf_counter() - start
         history.append((step, result.mean, result.std))

@@ -13,7 +13,7 @@ eval_every = 10_000
 ppo = {}
 "outer-sigma1.5" = { outer = true, outer_lr = 1.5 }
 hp3o = { presets = ["hp3o"] }
-"sb3:ppo" = {}                   # reference implementations: sb3:ppo, sb3-contrib:trpo
+"sb3:ppo" = {}                   # reference implementations: sb3:ppo, sb3-contrib:trpo, sb3-contrib:maskable-ppo
 
 [grid]                           # optional: crossed with every rlkit variant
 outer_momentum = [0.0, 0.5]
@@ -46,7 +46,7 @@ from rlkit.errors import ConfigError
 from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
 from rlkit.core.config import flat_field_names
 
-BASELINES = ("sb3:ppo", "sb3-contrib:trpo")
+BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo")
 """Reference implementations a variant may name (optional extra ``baselines``)."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
 RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume"}))
@@ -61,7 +61,7 @@ class RunSpec:
     env: str
     seed: int
     kind: str
-    """``rlkit``, ``sb3:ppo`` or ``sb3-contrib:trpo``."""
+    """``rlkit`` or one of :data:`BASELINES`."""
     config: dict[str, Any]
     """The run's full TrainConfig record (flat), also used to set up a baseline identically."""
 

@@ -86,3 +86,17 @@ def test_a_masked_run_resumes_bit_identically_and_the_agent_acts_with_masks(tmp_
 def test_masks_with_async_envs_are_refused_in_one_line(tmp_path):
     with pytest.raises(EnvError, match="async"):
         PPOTrainer(_cfg(tmp_path, "rlkit-test/MaskedFatal-v0", "a", async_envs=True))
+
+
+@pytest.mark.parametrize("env", ["rlkit-test/MaskedFatal-v0", "rlkit-test/MaskedFatalInfo-v0"])
+def test_the_maskable_ppo_baseline_reads_masks_as_rlkit_does(tmp_path, env):
+    """sb3-contrib's MaskablePPO (the sweep's ``sb3-contrib:maskable-ppo``) trains and evaluates with
+    the env's masks from either source: it never takes an invalid action."""
+    pytest.importorskip("sb3_contrib")
+    from rlkit.ablation.baselines import train_baseline
+
+    cfg = _cfg(tmp_path, env, "b").replace(total_steps=1024, eval_every=512, eval_episodes=3).to_dict()
+    before = MaskedFatal.invalid
+    result = train_baseline("sb3-contrib:maskable-ppo", cfg, tmp_path / "b")
+    assert MaskedFatal.invalid == before and result["total_steps"] == 1024 and len(result["eval_history"]) == 2
+    assert result["eval_return_mean"] > 0 and (tmp_path / "b" / "result.json").is_file()
