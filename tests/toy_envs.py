@@ -82,6 +82,24 @@ class CloseRaises(IdentityDiscrete):
         raise RuntimeError("simulated close failure")
 
 
+class WorkerFails(IdentityDiscrete):
+    """Fails to construct in a worker process only (a simulator that one process cannot open twice)."""
+
+    def __init__(self) -> None:
+        import multiprocessing
+
+        if multiprocessing.parent_process() is not None:
+            raise RuntimeError("cannot open the simulator in this worker")
+        super().__init__()
+
+
+class ResetRaises(IdentityDiscrete):
+    """Raises on every reset."""
+
+    def reset(self, *, seed=None, options=None):
+        raise RuntimeError("simulated reset failure")
+
+
 class DictActions(IdentityDiscrete):
     def __init__(self) -> None:
         super().__init__()
@@ -213,6 +231,8 @@ def register_all() -> None:
         "rlkit-test/ImageObs-v0": ("ImageObs", {}),
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
+        "rlkit-test/WorkerFails-v0": ("WorkerFails", {}),
+        "rlkit-test/ResetRaises-v0": ("ResetRaises", {}),
         "rlkit-test/Pixels-v0": ("Pixels", {}),
         "rlkit-test/MaskedFatal-v0": ("MaskedFatal", {}),
         "rlkit-test/MaskedFatalInfo-v0": ("MaskedFatal", {"via": "info"}),

@@ -100,10 +100,8 @@ class Learner:
 
     def restore(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
         """Inverse of :meth:`checkpoint` (the parameters themselves are the trainer's to restore)."""
-        adam = unprefixed("optim", tensors)
-        if not adam and int(state.get("update", 0)) > 0:  # every update takes at least one Adam step
-            raise ValueError("Adam's state is missing (optim.* tensors) from a checkpoint after an update")
-        restore_adam_state(self.optimizer, self.flat.param, adam)
+        # Adam's state is empty before its first step (HP3O takes none until an episode has finished).
+        restore_adam_state(self.optimizer, self.flat.param, unprefixed("optim", tensors))
         self.generator.set_state(tensors["rng.generator"])
         if "rng.torch" in tensors:
             torch.set_rng_state(tensors["rng.torch"])

@@ -268,11 +268,14 @@ def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logg
     else:
         bar = progress_bar(schedule.progress_total, "step", progress_bar_on and bool(schedule.progress_total),
                            initial=progress.env_steps)
+    resumed_at = progress.updates_done
     with stop_on_signals() as stop:
         try:
             while progress.updates_done < schedule.num_updates:
                 if stop.signum is None:  # a signal during start-up stops before the first update
                     _update(steps, learner, progress, logger, schedule, bar)
+                elif progress.updates_done == resumed_at > 0:  # the checkpoint resumed from already holds it all
+                    raise SignalStop(stop.signum)
                 scheduled = schedule.checkpoint_due(progress.updates_done)
                 if scheduled or stop.signum is not None:
                     logger.flush()

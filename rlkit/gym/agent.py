@@ -15,8 +15,8 @@ from rlkit.errors import (CheckpointError, ConfigError, EnvError, ObservationErr
                           UnsupportedSpaceError, one_line)
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.cnn import CNNActorCritic
-from rlkit.gym.envs import close_envs, make_env
-from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask, has_action_masks
+from rlkit.gym.envs import close_envs, env_gives_masks, make_env
+from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state
 from rlkit.io.progress import progress_bar
@@ -178,7 +178,7 @@ class Agent:
         cfg = TrainConfig.from_dict(state["config"])
         env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
         try:
-            agent = cls.build(cfg, env.observation_space, env.action_space, has_action_masks(env))
+            agent = cls.build(cfg, env.observation_space, env.action_space, env_gives_masks(env, cfg.env))
         finally:
             close_envs(env, cfg.env)
         try:

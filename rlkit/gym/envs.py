@@ -6,6 +6,8 @@ import contextlib
 import importlib
 import logging
 import signal
+import sys
+import traceback
 from typing import Any, Iterator
 
 import gymnasium as gym
@@ -84,13 +86,22 @@ def _signal_free_worker(*args: Any) -> None:
 
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_IGN)
-    env_fn = args[1]
+    index, env_fn, pipe, _, _, error_queue = args[:6]
     if isinstance(env_fn, EnvMaker):
         env_fn.warn_on_close = False
     try:
-        _async_worker(*args)
-    except Exception:  # the env's own close() failing as the worker exits: the trainer has warned of it once
-        pass
+        env = _CloseQuietly(env_fn())  # a failing close() is ignored here: the trainer has warned of it once
+    except Exception as exc:  # reported as Gymnasium's workers report a failed step: the trainer raises it
+        error_queue.put((index, type(exc), exc, traceback.format_exc()))
+        pipe.send((None, False))
+        sys.exit(1)
+    _async_worker(index, lambda: env, *args[2:])
+
+
+class _CloseQuietly(gym.Wrapper):
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            super().close()
 
 
 class EnvMaker:
@@ -157,9 +168,10 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
             return make_envpool_backend(env_id.rpartition(":")[2], num_envs, wrappers, env_kwargs)
         if not async_envs:  # Gymnasium's SyncVectorEnv semantics, without its per-step info merging
             return SameStepEnvs([EnvMaker(env_id, env_kwargs, wrappers, warn_on_close=False)] * num_envs)
-        return gym.vector.AsyncVectorEnv([EnvMaker(env_id, env_kwargs, wrappers)] * num_envs, copy=False,
-                                         autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
-                                         worker=_signal_free_worker)
+        with _quiet_workers(gym.vector.AsyncVectorEnv):
+            return gym.vector.AsyncVectorEnv([EnvMaker(env_id, env_kwargs, wrappers)] * num_envs, copy=False,
+                                             autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+                                             worker=_signal_free_worker)
     except (EnvError, ConfigError):
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
@@ -183,15 +195,24 @@ def vector_env_masks(envs: gym.vector.VectorEnv, env_id: str, env_kwargs: dict[s
     """Whether the env gives action masks (:func:`rlkit.gym.masking.has_action_masks`); masks are
     read from in-process envs only, so with ``--async-envs`` they are a one-line refusal."""
     if isinstance(envs, SameStepEnvs):
-        return has_action_masks(envs.envs[0])
+        return env_gives_masks(envs.envs[0], env_id)
     probe = make_env(env_id, env_kwargs)
     try:
-        masked = has_action_masks(probe)
+        masked = env_gives_masks(probe, env_id)
     finally:
         close_envs(probe, env_id)
     if masked:
-        raise EnvError(f"{env_id} gives action masks, which rlkit reads from in-process envs: drop --async-envs")
+        raise EnvError(f"{env_id} gives action masks, which rlkit reads from its own in-process envs: drop "
+                       "--async-envs and --env-backend")
     return False
+
+
+def env_gives_masks(env: gym.Env, env_id: str) -> bool:
+    """:func:`rlkit.gym.masking.has_action_masks`, with a failing probe reset as one line naming the env."""
+    try:
+        return has_action_masks(env)
+    except Exception as exc:
+        raise EnvError(f"{env_id} raised on reset: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 
 def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = False) -> None:
@@ -217,9 +238,10 @@ def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = 
 
 @contextlib.contextmanager
 def _quiet_workers(envs: object) -> Iterator[None]:
-    """Gymnasium's async envs print a worker's whole traceback before re-raising its error; rlkit
-    reports that error in one line instead, so the print is held back while they run."""
-    if not isinstance(envs, gym.vector.AsyncVectorEnv):
+    """Gymnasium's async envs (``envs``, or the class while they are made) print a worker's whole
+    traceback before re-raising its error; rlkit reports that error in one line instead, so the
+    print is held back while they run."""
+    if not (isinstance(envs, gym.vector.AsyncVectorEnv) or envs is gym.vector.AsyncVectorEnv):
         yield
         return
     level, gym.logger.min_level = gym.logger.min_level, gym.logger.ERROR + 1

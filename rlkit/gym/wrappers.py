@@ -102,18 +102,49 @@ class FireReset(gym.Wrapper):
         return obs, info
 
 
+class FireOnLifeLoss(gym.Wrapper):
+    """Press FIRE after each lost life while the game goes on (its reward is the step's too): an
+    evaluation plays whole games with a policy that trained per life behind :class:`FireReset`,
+    so it never had to learn to relaunch the ball."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lives = 0
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[Any, dict]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.lives = self.env.unwrapped.ale.lives()
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        lives = self.env.unwrapped.ale.lives()
+        if 0 < lives < self.lives and not (terminated or truncated):
+            obs, more, terminated, truncated, info = self.env.step(1)
+            reward = float(reward) + float(more)
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+
+ATARI_EVAL_STEPS = 27_000
+"""ALE's limit of 108,000 frames per game, in agent steps of 4 frames: evaluation plays whole games."""
+
+
 def _atari(env: gym.Env, training: bool) -> gym.Env:
     """Gymnasium's ``AtariPreprocessing`` (30 no-op starts, frame skip 4 with max-pooling, 84x84
     grayscale), then for training episodic life and rewards clipped to their sign, FIRE on reset
-    where the game needs it, and the last 4 frames stacked: the PPO Atari setting of Huang et al.
+    where the game needs it (and, in evaluation, after each lost life; evaluation games last up to
+    ALE's 108,000 frames), and the last 4 frames stacked: the PPO Atari setting of Huang et al.
     (2022, "The 37 implementation details of PPO"), as Stable-Baselines3's ``AtariWrapper``."""
     env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
     if training:
         env = EpisodicLife(env)
     if "FIRE" in env.unwrapped.get_action_meanings()[1:2]:
-        env = FireReset(env)
+        env = FireReset(env) if training else FireOnLifeLoss(FireReset(env))
     if training:
         env = gym.wrappers.TransformReward(env, lambda r: float(np.sign(r)))
+    else:
+        env = gym.wrappers.TimeLimit(env, ATARI_EVAL_STEPS)
     return gym.wrappers.FrameStackObservation(env, 4)
 
 

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 import rlkit
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import make_env, make_vec_env
-from rlkit.gym.wrappers import EpisodicLife, FireReset
+from rlkit.gym.wrappers import ATARI_EVAL_STEPS, EpisodicLife, FireOnLifeLoss, FireReset
 from rlkit.gym.trainer import resume
 from rlkit.io.checkpoint import resolve_checkpoint
 
@@ -30,7 +30,7 @@ class _Lives:
 
 class ToyGame(gym.Env):
     """A game of 3 lives: action 3 loses one (reward 5); the game is over at 0. Action 1 is FIRE,
-    without which every step of a new game reports ``waiting``."""
+    without which every step of a new game, or after a lost life, reports ``waiting``."""
 
     observation_space = gym.spaces.Box(0, 255, (1,), np.uint8)
     action_space = gym.spaces.Discrete(4)
@@ -49,7 +49,7 @@ class ToyGame(gym.Env):
     def step(self, action):
         self.fired |= action == 1
         if action == 3:
-            self.ale.left -= 1
+            self.ale.left, self.fired = self.ale.left - 1, False
         obs = np.array([self.ale.left], np.uint8)
         return obs, 5.0 * (action == 3), self.ale.left == 0, False, {"waiting": not self.fired}
 
@@ -83,6 +83,17 @@ def test_fire_reset_presses_fire_after_every_reset():
     assert env.unwrapped.fired and env.step(0)[4]["waiting"] is False
 
 
+def test_evaluation_presses_fire_after_a_lost_life():
+    """A policy trained per life never learns to relaunch: evaluation does it, adding no reward."""
+    env = FireOnLifeLoss(FireReset(ToyGame()))
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step(3)
+    assert reward == 5.0 and not terminated and env.unwrapped.fired and info["waiting"] is False
+    env.step(3)
+    _, _, terminated, _, _ = env.step(3)  # the last life: game over, nothing pressed after it
+    assert terminated and not env.unwrapped.fired
+
+
 def test_unknown_wrappers_are_one_line():
     with pytest.raises(ConfigError, match="unknown env_wrappers 'atary'"):
         rlkit.TrainConfig(env_wrappers="atary")
@@ -112,6 +123,13 @@ def test_the_atari_stack_trains_per_life_on_clipped_rewards_and_evaluates_whole_
             lives[name] = env.unwrapped.ale.lives()
         assert lives["train"] == 4  # the first lost life ended the training episode
         assert lives["eval"] == 0  # evaluation plays the whole game
+        assert evaluate.spec.max_episode_steps == ATARI_EVAL_STEPS  # ALE's 108,000 frames, not a shorter cap
+        evaluate.reset(seed=4)
+        for steps in range(1, 3000):  # a policy that never presses FIRE still plays the game to its end
+            _, _, terminated, truncated, _ = evaluate.step(0)
+            if terminated or truncated:
+                break
+        assert terminated and evaluate.unwrapped.ale.lives() == 0
     finally:
         train.close()
         evaluate.close()

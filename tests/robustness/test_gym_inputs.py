@@ -254,6 +254,19 @@ def test_a_variant_switched_off_while_its_options_turn_it_on_is_refused(tmp_path
 
 
 @pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
+def test_an_env_whose_reset_raises_is_one_line(tmp_path, async_envs):
+    line = error_line(run_cli("train", *SMALL, "--env", "rlkit-test/ResetRaises-v0", *async_envs, "--logdir",
+                              str(tmp_path)))
+    assert "simulated reset failure" in line
+
+
+def test_an_env_that_fails_in_an_async_worker_is_one_line_naming_the_cause(tmp_path):
+    line = error_line(run_cli("train", *SMALL, "--env", "rlkit-test/WorkerFails-v0", "--async-envs", "--logdir",
+                              str(tmp_path)))
+    assert "cannot open the simulator in this worker" in line
+
+
+@pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
 def test_an_env_whose_close_raises_costs_no_result_and_eval_still_works(tmp_path, async_envs):
     """A failure to close is one warning: the finished run keeps its evaluation and result (with
     async envs too, where Gymnasium closes a first env while it reads the spaces)."""

@@ -65,6 +65,33 @@ def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, asy
     assert latest == "update-0000000" and f"--resume {logdir / 'r'}" in err
 
 
+def test_a_signal_during_a_resumed_runs_start_up_leaves_its_checkpoint_as_it_was(tmp_path):
+    """Stopped before its first update, a resumed run has nothing new to save: the checkpoint it
+    resumed from stays as it is (not rewritten as an interrupt's), and the next resume continues from it."""
+    import os
+
+    marker, logdir = tmp_path / "marker", tmp_path / "runs"
+    small = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
+             "--eval-episodes", "0"]
+    first = run_cli("train", "--env", "rlkit-test/SlowStart-v0", *small, "--total-steps", "256", "--logdir",
+                    str(logdir), "--run-name", "r")
+    assert first.returncode == 0, first.stderr[-1500:]
+    ckpt = logdir / "r" / "checkpoints" / "update-0000002"
+    before = {p.name: p.read_bytes() for p in ckpt.iterdir()}
+    proc = subprocess.Popen(cli_command("train", "--resume", str(logdir / "r"), "--total-steps", "512"), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err[-1500:]
+    assert {p.name: p.read_bytes() for p in ckpt.iterdir()} == before
+    assert sorted(p.name for p in ckpt.parent.iterdir()) == ["latest.json", "update-0000002"]
+    assert f"--resume {logdir / 'r'}" in err
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("delay", [0.3, 0.8])
 def test_a_signal_while_rlkit_is_still_importing_is_one_line(tmp_path, delay, sig):
