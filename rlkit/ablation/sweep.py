@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import math
 import os
 import shlex
@@ -47,16 +49,17 @@ def plan(spec_path: str, out: str | None = None, budget: str | None = None
 
 
 def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[SweepSpec, Path]:
-    """The spec and its directory; every env id is checked, an env with ``env_kwargs`` is made once
-    with them, and an existing sweep directory must accept the spec (as the real run checks it again
-    under the lock), before anything is written."""
+    """The spec and its directory; every env id is checked, an env with ``env_kwargs`` or a wrapper
+    stack is made once with them (training side), and an existing sweep directory must accept the
+    spec (as the real run checks it again under the lock), before anything is written."""
     if out is not None and not str(out).strip():
         raise ConfigError("--out must name a directory, got an empty path")
     spec = load_spec(spec_path, budget)
-    for env, kwargs in spec.env_options().items():
+    made = {(run.env, run.config.get("env_kwargs") or "", run.config.get("env_wrappers") or "") for run in spec.runs}
+    for env, kwargs, stack in sorted(made):
         check_env_id(env)
-        if kwargs:  # an unknown keyword fails here, not in every run
-            make_env(env, kwargs).close()
+        if kwargs or stack:  # an unknown keyword or a stack the env cannot take fails here, not in every run
+            make_env(env, json.loads(kwargs or "{}"), stack, training=True).close()
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 import signal
@@ -33,10 +34,27 @@ def check_env_id(env_id: str) -> None:
         except ImportError as exc:
             raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_one_line(exc)}") from None
     register_namespace(name)
+    if name not in gym.registry:
+        register_installed()  # ids without a namespace: ale-py's BreakoutNoFrameskip-v4, MiniGrid's
     try:
         gym.spec(name)
     except gym.error.Error as exc:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
+
+
+@functools.cache
+def register_installed() -> None:
+    """Register the ids of every env package of :data:`NAMESPACES` (and MiniGrid) that is installed
+    (once per process)."""
+    for module, function, _ in [*NAMESPACES.values(), ("minigrid", None, "minigrid")]:
+        try:
+            package = importlib.import_module(module)
+        except ImportError:
+            continue
+        if function:
+            getattr(package, function)()
+        elif module != "minigrid":  # MiniGrid registers its ids when imported
+            gym.register_envs(package)
 
 
 NAMESPACES = {"MinAtar": ("minatar.gym", "register_envs", "minatar"), "ALE": ("ale_py", None, "atari")}
@@ -136,9 +154,14 @@ class _WarnOnClose(gym.Wrapper):
 _WARNED: set[str] = set()
 
 
+def new_run_warnings() -> None:
+    """A new run in this process: :func:`warn_close_failed` warns once again."""
+    _WARNED.clear()
+
+
 def warn_close_failed(env_id: str, exc: Exception) -> None:
-    """One warning per env id and process that its ``close()`` failed (ignored: closing must
-    neither mask an error nor cost a finished run its result)."""
+    """One warning per env id and run that its ``close()`` failed (ignored: closing must neither
+    mask an error nor cost a finished run its result)."""
     if env_id not in _WARNED:
         _WARNED.add(env_id)
         log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))

@@ -31,7 +31,8 @@ from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
 from rlkit.gym.checkpoint import Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import as_observation_array, close_envs, make_vec_env, reset_envs, step_envs, vector_env_masks
+from rlkit.gym.envs import (as_observation_array, close_envs, make_vec_env, new_run_warnings, reset_envs, step_envs,
+                            vector_env_masks)
 from rlkit.gym.episodes import Episodes
 from rlkit.io.logger import Logger
 from rlkit.variants import build_learner, variant_fields
@@ -85,6 +86,7 @@ class PPOTrainer:
             self.cfg = cfg
             seed_and_threads(cfg.seed, cfg.torch_threads)
             self.device = torch_device(cfg.device)
+            new_run_warnings()
             self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, cfg.env_wrappers, cfg.env_backend,
                                      **cfg.env_options)
             try:

@@ -93,6 +93,16 @@ def test_an_unknown_env_is_refused_before_anything_is_written(tmp_path, capsys):
     assert "NoSuchEnv-v0" in err and len(err.strip().splitlines()) == 2 and not out.exists()
 
 
+@pytest.mark.parametrize("change", [{"env_wrappers": "atari"}, {"grid": {"env_wrappers": ["", "atari"]}}])
+def test_a_wrapper_stack_the_env_cannot_take_is_refused_before_anything_is_written(tmp_path, capsys, change):
+    spec = spec_file(tmp_path, {**BASE, **change})
+    out = tmp_path / "out"
+    for dry in (["--dry-run"], []):
+        assert main(["sweep", spec, "--out", str(out), *dry]) == 2
+    err = capsys.readouterr().err
+    assert "CartPole-v1" in err and len(err.strip().splitlines()) == 2 and not out.exists()
+
+
 @pytest.mark.parametrize("flags,words", [
     (["--workers", "0"], "--workers"), (["--workers", "-1"], "--workers"), (["--workers", "x"], "--workers"),
     (["--backend", "slurm"], "--backend"), (["--bogus"], "--bogus"), (["--out", ""], "--out"),

@@ -171,3 +171,13 @@ def test_the_minatar_preset_runs(tmp_path):
     assert result.env == "MinAtar/Breakout-v1" and result.updates == 4
     with pytest.raises(ConfigError, match="both choose an environment"):
         rlkit.preset("minatar", "atari")
+
+
+def test_ale_ids_without_a_namespace_are_found(ale):
+    """CleanRL's ``BreakoutNoFrameskip-v4`` is an ale-py id too: known without registering it first."""
+    import subprocess
+    import sys
+
+    code = "from rlkit.gym.envs import check_env_id; check_env_id('BreakoutNoFrameskip-v4'); print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-1500:]

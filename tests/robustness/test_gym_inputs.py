@@ -260,6 +260,17 @@ def test_an_env_whose_reset_raises_is_one_line(tmp_path, async_envs):
     assert "simulated reset failure" in line
 
 
+def test_each_run_in_one_process_warns_of_a_failing_close_once(tmp_path, caplog):
+    import rlkit
+
+    cfg = rlkit.TrainConfig(env="rlkit-test/CloseRaises-v0", total_steps=256, num_envs=2, num_steps=64,
+                            num_minibatches=2, update_epochs=1, eval_episodes=1, logdir=str(tmp_path), progress=False)
+    for name in ("a", "b"):
+        caplog.clear()
+        rlkit.train(cfg.replace(run_name=name))
+        assert sum("failed while closing" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_an_env_that_fails_in_an_async_worker_is_one_line_naming_the_cause(tmp_path):
     line = error_line(run_cli("train", *SMALL, "--env", "rlkit-test/WorkerFails-v0", "--async-envs", "--logdir",
                               str(tmp_path)))
