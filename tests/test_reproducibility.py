@@ -169,7 +169,8 @@ def test_a_run_stopped_between_scheduled_checkpoints_resumes_to_the_same_bits(lo
     assert json.loads((interrupt / "state.json").read_text())["resumes_exactly"] is False
     names = sorted(p.name for p in (Path(logdir) / "stopped" / "checkpoints").glob("update-*"))
     assert names == sorted(filter(None, [scheduled, interrupt.name]))  # the interrupt pruned nothing
-    resumed = resume(str(Path(logdir) / "stopped"))
+    resumed = resume(str(Path(logdir) / "stopped" / "checkpoints" / interrupt.name) if scheduled else
+                     str(Path(logdir) / "stopped"))  # the interrupt's folder named: its run's scheduled one stands in
     assert_same_bits(final_tensors(straight.run_dir), final_tensors(resumed.run_dir))
     assert resumed.eval_return_mean == straight.eval_return_mean and resumed.updates == straight.updates == 6
 

@@ -189,6 +189,13 @@ def require_positive_int(cfg: object, name: str) -> None:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
 
 
+def require_resume_path(cfg: object) -> None:
+    """``resume`` is None or names a path (an empty one, e.g. an unset shell variable, would start a new run)."""
+    value = getattr(cfg, "resume")
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(f"resume must name a run directory, got {value!r}")
+
+
 # ---------------------------------------------------------------- composed configs
 # A composed config holds sub-configs (frozen dataclasses, nested to any depth: ``ppo``, and
 # ``variants`` with one options group per registered variant). Their leaf fields read, override

@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
-from rlkit.io.checkpoint import checkpoint_candidates, new_run_dir, no_checkpoint_error, run_dir_of
+from rlkit.io.checkpoint import checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, run_dir_of
 from rlkit.io.files import write_json
 from rlkit.io.lock import RUN_LOCK, FolderLock
 from rlkit.io.logger import Logger
@@ -120,7 +120,7 @@ def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: s
     locked for this process."""
     path = run_dir_of(resume) if resume else new_run_dir(logdir, run_name or default_name,
                                                          numbered=run_name is None)
-    if resume and not ((path / "checkpoints").is_dir() or (path / "config.json").is_file()):
+    if resume and not is_run_dir(path):
         raise no_checkpoint_error(resume)  # not a run: nothing is locked (or written) there
     return RunDir(path, FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire())
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, flat_init, require_minibatches,
-                               require_positive_int)
+                               require_positive_int, require_resume_path)
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
 from rlkit.gym.wrappers import check_wrappers
@@ -88,6 +88,7 @@ class TrainConfig(ComposedConfig):
     def validate_own(self) -> None:
         for name in ("total_steps", "num_envs", "num_steps", "checkpoint_every", "torch_threads"):
             require_positive_int(self, name)
+        require_resume_path(self)
         for name in ("eval_episodes", "eval_every", "eval_max_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -131,8 +132,8 @@ def parse_env_kwargs(text: str) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys)
-    except ValueError as exc:
-        raise ConfigError(f"env_kwargs is not valid JSON ({exc}): {text[:80]!r}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ConfigError(f"env_kwargs is not valid JSON ({type(exc).__name__}): {text[:80]!r}") from None
     if not isinstance(value, dict):
         raise ConfigError(f"env_kwargs must be a JSON object (keyword arguments for gymnasium.make), got {text[:80]!r}")
     return value

@@ -101,8 +101,12 @@ def new_run_dir(logdir: str | Path, name: str, numbered: bool = False) -> Path:
 
 
 def run_dir_of(path: str | Path) -> Path:
-    """``RUN_DIR`` from a run directory, its ``checkpoints`` folder or one checkpoint folder."""
-    run_dir = Path(path).resolve()
+    """``RUN_DIR`` from a run directory, its ``checkpoints`` folder or one checkpoint folder (a path
+    that does not resolve, e.g. a symlink loop, is a one-line :class:`CheckpointError`)."""
+    try:
+        run_dir = Path(path).resolve()
+    except (OSError, RuntimeError) as exc:
+        raise CheckpointError(f"cannot resume {str(path)!r}: {one_line(exc)}") from None
     while run_dir.name == "checkpoints" or (run_dir / "state.json").is_file():
         run_dir = run_dir.parent
     return run_dir
@@ -178,11 +182,20 @@ def no_checkpoint_error(path: str | Path) -> CheckpointError:
 
 
 def _runs_in(folder: Path) -> list[str]:
-    """Names of the run directories (with checkpoints or a ``config.json``) directly in ``folder``."""
+    """Names of the run directories (see :func:`is_run_dir`) directly in ``folder``."""
     try:
-        return sorted(p.name for p in folder.iterdir() if (p / "checkpoints").is_dir() or (p / "config.json").is_file())
+        return sorted(p.name for p in folder.iterdir() if is_run_dir(p))
     except OSError:
         return []
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """Whether ``path`` holds an rlkit run: a checkpoint, or the ``config.json`` a run writes when
+    it starts (a flat record with its seed and its length), not any folder's ``config.json``."""
+    if checkpoint_candidates(path):
+        return True
+    record = read_json(Path(path) / "config.json")
+    return record is not None and "seed" in record and ("total_steps" in record or "iterations" in record)
 
 
 def resolve_checkpoint(path: str | Path) -> Path:
@@ -245,6 +258,9 @@ def find_resume_point(path: str | Path, required: tuple[str, ...], exact: bool =
     it never completed a checkpoint (e.g. the disk filled during the first one), or, with
     ``exact``, its only checkpoints were written off its cadence (see :data:`EXACT`)."""
     candidates = checkpoint_candidates(path)
+    if len(candidates) == 1 and (Path(path) / "state.json").is_file() and not resumes_exactly(candidates[0]):
+        # one checkpoint named, written at an interrupt: its run's scheduled ones up to it stand in
+        candidates += [c for c in checkpoint_candidates(run_dir_of(path)) if c.name < candidates[0].name]
     fresh = (run_dir_of(path) / "config.json").is_file()
     if not candidates and fresh:
         log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))

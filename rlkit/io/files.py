@@ -41,7 +41,7 @@ def read_json(path: str | Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing, unreadable, damaged or not an object."""
     try:
         value = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nesting too deep
         return None
     return value if isinstance(value, dict) else None
 

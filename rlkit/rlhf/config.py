@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rlkit.core.config import ComposedConfig, PPOConfig, flat_init, require_positive_int
+from rlkit.core.config import ComposedConfig, PPOConfig, flat_init, require_positive_int, require_resume_path
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
 from rlkit.variants import VariantGroups
@@ -102,6 +102,7 @@ class RLHFConfig(ComposedConfig):
     def validate_own(self) -> None:
         for name in ("num_envs", "max_new_tokens", "iterations", "kl_horizon", "torch_threads"):
             require_positive_int(self, name)
+        require_resume_path(self)
         if not (math.isfinite(self.temperature) and self.temperature > 0):
             raise ConfigError(f"temperature must be > 0, got {self.temperature!r}")
         if not (math.isfinite(self.kl_coef) and self.kl_coef >= 0):

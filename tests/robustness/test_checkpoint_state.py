@@ -153,6 +153,19 @@ def test_a_damaged_checkpoint_is_one_line_on_resume_and_changes_nothing(tmp_path
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".rlkit-run.lock"} == before
 
 
+def test_json_nested_too_deep_reads_as_damaged(tmp_path, small_run):
+    from rlkit.gym.trainer import resume
+    from rlkit.io.checkpoint import resolve_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    deep = "[" * 200_000 + "]" * 200_000
+    (run / "checkpoints" / "latest.json").write_text(deep)
+    assert resolve_checkpoint(run).parent == run / "checkpoints"
+    (resolve_checkpoint(run) / "state.json").write_text(deep)  # the newest: the older checkpoint stands in
+    assert resume(str(run), total_steps=1280).updates == 5
+
+
 def test_a_latest_pointer_too_long_for_a_file_name_is_ignored(tmp_path, small_run):
     from rlkit.io.checkpoint import resolve_checkpoint
 

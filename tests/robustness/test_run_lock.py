@@ -90,3 +90,34 @@ def test_a_start_up_that_fails_after_async_workers_started_is_one_line(tmp_path,
         proc = run_cli("train", "--resume", str(run), "--async-envs", "--total-steps", "2048")
     error_line(proc)
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def _symlink_loop(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    return tmp_path / "a"
+
+
+def _model_folder(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 2}))
+    return tmp_path / "model"
+
+
+def _empty_checkpoints(tmp_path):
+    (tmp_path / "run" / "checkpoints").mkdir(parents=True)
+    return tmp_path / "run"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda tmp: "", "resume must name a run directory"), (lambda tmp: "  ", "resume must name a run directory"),
+    (_symlink_loop, "Symlink loop"), (_model_folder, "no checkpoint found"),
+    (_empty_checkpoints, "no checkpoint found")], ids=["empty", "blank", "symlink loop", "model folder", "empty ckpts"])
+def test_a_resume_of_what_is_not_a_run_is_one_line_and_writes_nothing(tmp_path, make, words):
+    target = make(tmp_path)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    for command in ("train", "rlhf"):
+        line = error_line(run_cli(command, "--resume", str(target), *(["--logdir", str(tmp_path)] if command == "train"
+                                                                        else [])))
+        assert words in line
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
