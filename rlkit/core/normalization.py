@@ -35,7 +35,9 @@ class RunningMeanStd:
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         """Statistics of the same shape (anything else is a ``ValueError`` naming it)."""
-        mean, var = np.asarray(state["mean"], np.float64), np.asarray(state["var"], np.float64)
+        mean, var = _numbers(state["mean"], "mean"), _numbers(state["var"], "var")
+        if type(state["count"]) not in (int, float):
+            raise ValueError(f"running count {state['count']!r} is not a number")
         count = float(state["count"])  # type: ignore[arg-type]
         if mean.shape != self.mean.shape or var.shape != self.mean.shape:
             raise ValueError(f"running statistics of shape {list(mean.shape)}/{list(var.shape)}; expected "
@@ -124,7 +126,7 @@ class RewardScaler:
         """As :meth:`ObsNormalizer.load_state_dict`, with the per-env discounted returns."""
         _same_settings("reward scaling", state, self.enabled, self.clip)
         self.rms.load_state_dict(state["rms"])  # type: ignore[arg-type]
-        returns = np.asarray(state["returns"], np.float64)
+        returns = _numbers(state["returns"], "returns")
         if returns.shape != self.returns.shape or not np.isfinite(returns).all():
             raise ValueError(f"discounted returns of shape {list(returns.shape)} (expected "
                              f"{list(self.returns.shape)}), or not finite")
@@ -137,3 +139,11 @@ def _same_settings(what: str, state: dict[str, object], enabled: bool, clip: flo
     if type(stored[0]) is not bool or type(stored[1]) not in (int, float) or stored != (enabled, clip):
         raise ValueError(f"{what} stored as enabled={stored[0]!r}, clip={stored[1]!r}; the run's config gives "
                          f"enabled={enabled}, clip={clip}")
+
+
+def _numbers(values: object, what: str) -> np.ndarray:
+    """Stored statistics as float64: JSON numbers only (strings or booleans are a ``ValueError``)."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "if":
+        raise ValueError(f"running {what} holds values that are not numbers")
+    return array.astype(np.float64)

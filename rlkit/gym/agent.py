@@ -18,7 +18,7 @@ from rlkit.gym.cnn import CNNActorCritic
 from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask
 from rlkit.gym.policies import MLPActorCritic
-from rlkit.io.checkpoint import load_checkpoint, require_state
+from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
 from rlkit.io.progress import progress_bar
 
 
@@ -175,17 +175,17 @@ class Agent:
             raise ConfigError(f"{str(run_dir)!r} is an RLHF run; Agent.load and rlkit eval read Gymnasium runs "
                               "(an RLHF run's policy is in its checkpoints and policy.safetensors)")
         require_state(str(ckpt), state, ("obs_norm",))
+        if not isinstance(state["config"], dict):
+            raise CheckpointError(f"checkpoint at {str(ckpt)!r} holds a config that is not a mapping in state.json")
         cfg = TrainConfig.from_dict(state["config"])
         env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
         try:
             agent = cls.build(cfg, env.observation_space, env.action_space, env_gives_masks(env, cfg.env))
         finally:
             close_envs(env, cfg.env)
-        try:
-            agent.model.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
+        with restoring(ckpt):
+            restore_weights(agent.model, unprefixed("model", tensors))
             agent.obs_norm.load_state_dict(state["obs_norm"])
-        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
-            raise CheckpointError(f"checkpoint {str(ckpt)!r} does not fit its config: {one_line(exc)}") from None
         agent.actor = agent.model.snapshot()
         return agent, cfg
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import torch
 from torch import nn
 
 from rlkit.core.learner import Learner, Progress
@@ -26,7 +25,7 @@ from rlkit.core.normalization import ObsNormalizer, RewardScaler
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
-from rlkit.io.checkpoint import EXACT, prefixed, restoring, save_checkpoint, unprefixed
+from rlkit.io.checkpoint import EXACT, prefixed, restore_weights, restoring, save_checkpoint, unprefixed
 from rlkit.io.files import read_json
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
@@ -100,6 +99,23 @@ def _returns(values: object) -> list[float]:
     return [float(v) for v in values]
 
 
+def _history(values: object) -> list[tuple[int, float, float]]:
+    """The stored evaluation history, checked: ``[env steps, mean, std]`` triples."""
+    def number(x: object) -> bool:
+        return x is None or type(x) in (int, float)
+    if not isinstance(values, list) or not all(
+            isinstance(e, list) and len(e) == 3 and type(e[0]) is int and number(e[1]) and number(e[2]) for e in values):
+        raise ValueError("eval_history is not a list of [env steps, return mean, return std]")
+    return [tuple(e) for e in values]  # type: ignore[misc]
+
+
+def _seconds(values: object, n: int) -> list[float]:
+    """The stored training seconds before each evaluation, checked: ``n`` numbers."""
+    if not isinstance(values, list) or len(values) != n or not all(type(v) in (int, float) for v in values):
+        raise ValueError(f"eval_seconds is not a list of {n} numbers")
+    return list(values)
+
+
 def load_gym(run_dir: Path, stored: StoredRun, learner: Learner, parts: GymParts) -> Progress:
     """Restore ``learner`` and ``parts`` from ``stored`` and return the run's progress (a
     checkpoint that does not fit this run is a one-line :class:`CheckpointError`)."""
@@ -107,20 +123,12 @@ def load_gym(run_dir: Path, stored: StoredRun, learner: Learner, parts: GymParts
     if tensors is None or state is None:
         return Progress()
     with restoring(run_dir):
-        model = unprefixed("model", tensors)
-        if not all(bool(torch.isfinite(v).all()) for v in model.values() if v.is_floating_point()):
-            raise ValueError("the model's weights hold non-finite values")
-        with torch.no_grad():
-            for k, v in parts.model.state_dict().items():
-                if model[k].dtype != v.dtype or model[k].shape != v.shape:
-                    raise ValueError(f"model.{k} is {model[k].dtype} of shape {list(model[k].shape)}; the "
-                                     f"run's is {v.dtype} of shape {list(v.shape)}")
-                v.copy_(model[k])  # in place: the flat views stay intact
+        restore_weights(parts.model, unprefixed("model", tensors))  # in place: the flat views stay intact
         learner.restore(tensors, state)
         parts.obs_norm.load_state_dict(state["obs_norm"])
         parts.rew_scaler.load_state_dict(state["rew_scaler"])
         parts.episodes.recent.extend(_returns(state["recent_returns"]))
-        history = [tuple(e) for e in state.get("eval_history", [])]
+        history = _history(state.get("eval_history", []))
         parts.evaluations.history[:] = history
-        parts.evaluations.seconds[:] = list(state.get("eval_seconds", [float("nan")] * len(history)))
+        parts.evaluations.seconds[:] = _seconds(state.get("eval_seconds", [float("nan")] * len(history)), len(history))
         return Progress.from_json(state)

@@ -307,6 +307,23 @@ def restoring(run_dir: str | Path) -> Iterator[None]:
                               f"{type(exc).__name__}: {one_line(exc)}") from None
 
 
+def restore_weights(module: torch.nn.Module, tensors: Mapping[str, torch.Tensor]) -> None:
+    """Copy ``tensors`` into ``module``'s parameters and buffers in place (views into them stay
+    valid); a missing key, another dtype or shape, or a non-finite weight is a ``ValueError``
+    naming it (inside :func:`restoring`, a one-line :class:`CheckpointError`)."""
+    with torch.no_grad():
+        for k, v in module.state_dict().items():
+            if k not in tensors:
+                raise ValueError(f"the checkpoint lacks model.{k}")
+            t = tensors[k]
+            if t.dtype != v.dtype or t.shape != v.shape:
+                raise ValueError(f"model.{k} is {t.dtype} of shape {list(t.shape)}; the run's is {v.dtype} of "
+                                 f"shape {list(v.shape)}")
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise ValueError(f"model.{k} holds non-finite values")
+            v.copy_(t)
+
+
 def prefixed(prefix: str, tensors: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``{prefix.key: tensor}``: one part's tensors in a checkpoint's single safetensors file."""
     return {f"{prefix}.{k}": v for k, v in tensors.items()}

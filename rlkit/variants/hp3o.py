@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections import deque
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -67,11 +68,31 @@ class TrajectoryBuffer(Generic[T]):
         return VariantState(tensors, meta)
 
     def load_state(self, state: VariantState, record_type: type[T]) -> None:
+        """Inverse of :meth:`state`; a stored trajectory that could not have been collected (a
+        non-finite or out-of-range number, per-step fields of different lengths) is a ``ValueError``."""
         self.items.clear()
         for i, meta in enumerate(state.json or []):
             prefix = f"{i}."
             own = {k[len(prefix):]: v for k, v in state.tensors.items() if k.startswith(prefix)}
-            self.items.append(record_type(**own, **meta))
+            self.items.append(_checked(record_type(**own, **meta), i))
+
+
+PER_STEP = ("obs", "log_probs", "values", "rewards", "advantages", "returns")
+"""Stored trajectory fields with one entry per action."""
+
+
+def _checked(record: T, index: int) -> T:
+    fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}  # type: ignore[arg-type]
+    steps = len(fields["actions"])
+    for name, value in fields.items():
+        if torch.is_tensor(value):
+            bad = (value.is_floating_point() and not bool(torch.isfinite(value).all())) or (
+                name in PER_STEP and (value.dim() == 0 or len(value) != steps))
+        else:
+            bad = type(value) in (int, float) and not abs(value) <= sys.float_info.max
+        if bad:
+            raise ValueError(f"HP3O's stored trajectory {index} holds a damaged {name}")
+    return record
 
 
 class TrajectoryAdapter(Protocol[R, T, S]):

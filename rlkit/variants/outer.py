@@ -202,6 +202,11 @@ class OuterStep(UpdateHook):
         return VariantState(out, None)
 
     def load_state(self, state: VariantState) -> None:
+        """Inverse of :meth:`state`: every tensor is a finite vector the size of theta (else a ``ValueError``)."""
+        for k, v in state.tensors.items():
+            if v.shape != self.delta.shape or v.dtype != self.delta.dtype or not bool(torch.isfinite(v).all()):
+                raise ValueError(f"Outer-PPO's {k} is {v.dtype} of shape {list(v.shape)} (or not finite); theta "
+                                 f"is {self.delta.dtype} of shape {list(self.delta.shape)}")
         tensors = {k: v.to(self.delta.device) for k, v in state.tensors.items()}
         prev_grad = tensors.pop("prev_grad", None)
         self.prev_update = tensors.pop("prev_update", None)

@@ -135,6 +135,12 @@ DAMAGE = {
     "reward count infinite": _state(lambda s: s["rew_scaler"]["rms"].__setitem__("count", float("inf"))),
     "reward clip negative": _state(lambda s: s["rew_scaler"].__setitem__("clip", -1.0)),
     "reward returns not finite": _state(lambda s: s["rew_scaler"].__setitem__("returns", [float("nan")] * 2)),
+    "obs count a string": _state(lambda s: s["obs_norm"]["rms"].__setitem__("count", "260.0001")),
+    "obs count a boolean": _state(lambda s: s["obs_norm"]["rms"].__setitem__("count", True)),
+    "obs mean strings": _state(lambda s: s["obs_norm"]["rms"].__setitem__("mean", ["0.1"] * 4)),
+    "reward returns strings": _state(lambda s: s["rew_scaler"].__setitem__("returns", ["1.5", "2.5"])),
+    "eval history garbled": _state(lambda s: s.__setitem__("eval_history", [["x", "y", "z"], [1]])),
+    "eval seconds a string": _state(lambda s: s.__setitem__("eval_seconds", "abc")),
 }
 
 
@@ -151,6 +157,39 @@ def test_a_damaged_checkpoint_is_one_line_on_resume_and_changes_nothing(tmp_path
         resume(str(run), total_steps=2048)
     assert "\n" not in str(info.value) and "Traceback" not in str(info.value)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != ".rlkit-run.lock"} == before
+
+
+@pytest.fixture(scope="module")
+def variant_run(tmp_path_factory):
+    import rlkit
+
+    logdir = tmp_path_factory.mktemp("variant-runs")
+    rlkit.train(rlkit.preset("cartpole", "outer-nesterov", "hp3o", total_steps=1024, num_envs=2, num_steps=128,
+                             eval_episodes=1, checkpoint_every=256, progress=False, logdir=str(logdir), run_name="v"))
+    return logdir / "v"
+
+
+VARIANT_DAMAGE = {
+    "Outer-PPO momentum truncated": _tensors(lambda t: t.__setitem__("outer.momentum_buffer",
+                                                                     t["outer.momentum_buffer"][:7].clone())),
+    "Outer-PPO momentum NaN": _tensors(lambda t: t["outer.momentum_buffer"].fill_(float("nan"))),
+    "HP3O return beyond float": _state(lambda s: s["variants"]["hp3o"][0].__setitem__("episode_return", 10 ** 400)),
+    "HP3O rewards NaN": _tensors(lambda t: t["hp3o.0.rewards"].fill_(float("nan"))),
+    "HP3O steps of different lengths": _tensors(lambda t: t.__setitem__("hp3o.0.values", t["hp3o.0.values"][:1].clone())),
+}
+
+
+@pytest.mark.parametrize("damage", VARIANT_DAMAGE)
+def test_damaged_variant_state_is_one_line_on_resume(tmp_path, variant_run, damage):
+    from rlkit.gym.trainer import resume
+    from rlkit.io.checkpoint import resolve_checkpoint
+
+    run = tmp_path / "run"
+    shutil.copytree(variant_run, run)
+    VARIANT_DAMAGE[damage](resolve_checkpoint(run))
+    with pytest.raises(CheckpointError) as info:
+        resume(str(run), total_steps=2048)
+    assert "\n" not in str(info.value) and ("Outer-PPO" in str(info.value) or "HP3O" in str(info.value))
 
 
 def test_json_nested_too_deep_reads_as_damaged(tmp_path, small_run):

@@ -98,7 +98,8 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(finished_r
     assert out["updates"] == 8  # re-ran updates 5-8 from the intact checkpoint
 
 
-@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage_state", "missing_keys", "wrong_shape"])
+@pytest.mark.parametrize("damage", ["empty", "truncated", "garbage_state", "missing_keys", "wrong_shape", "huge_count",
+                                    "config_null", "config_string", "nan_weights", "int_weights"])
 def test_a_damaged_only_checkpoint_is_one_line_for_resume_and_eval(finished_run, tmp_path, damage):
     run = copy_run(finished_run, tmp_path)
     shutil.rmtree(run / "checkpoints" / "update-0000004")
@@ -110,10 +111,20 @@ def test_a_damaged_only_checkpoint_is_one_line_for_resume_and_eval(finished_run,
         tensors_file.write_bytes(tensors_file.read_bytes()[:-50])
     elif damage == "garbage_state":
         state_file.write_text("{not json")
-    elif damage == "missing_keys":
+    elif damage in ("missing_keys", "huge_count", "config_null", "config_string"):
         state = json.loads(state_file.read_text())
-        del state["obs_norm"], state["rng_numpy"]
+        if damage == "missing_keys":
+            del state["obs_norm"], state["rng_numpy"]
+        elif damage == "huge_count":
+            state["obs_norm"]["rms"]["count"] = 10 ** 401
+        else:
+            state["config"] = None if damage == "config_null" else "abc"
         state_file.write_text(json.dumps(state))
+    elif damage in ("nan_weights", "int_weights"):
+        tensors = load_file(str(tensors_file))
+        weight = tensors["model.actor.0.weight"]
+        tensors["model.actor.0.weight"] = weight.fill_(float("nan")) if damage == "nan_weights" else weight.int()
+        save_file(tensors, str(tensors_file))
     else:
         tensors = load_file(str(tensors_file))
         tensors["model.actor.0.weight"] = torch.zeros(3, 3)
