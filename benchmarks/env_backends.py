@@ -92,7 +92,7 @@ def main() -> None:
                  "| env | steps/run | seeds | backend | steps/s | × gymnasium | eval returns |", "|---|---|---|---|---|---|---|"]
         for name, steps, sps, ret in rows:
             for backend, v in sps.items():
-                lines.append(f"| {SETTINGS[name]['env']} | {steps:,} | {len(args.seeds)} | {backend} | {v:.0f} | "
+                lines.append(f"| {name}: {SETTINGS[name]['env']} | {steps:,} | {len(args.seeds)} | {backend} | {v:.0f} | "
                              f"{v / sps['gymnasium']:.2f}× | {', '.join(f'{x:.0f}' for x in ret[backend])} |")
         with open(args.write, "a") as f:
             f.write("\n".join(lines) + "\n")
