@@ -84,9 +84,11 @@ EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minata
 """Entry-point module prefix -> the rlkit extra that installs what its envs need."""
 
 
-def _cannot_make(env_id: str, exc: Exception) -> EnvError:
-    """A failed construction as one line; a missing optional dependency names rlkit's extra for it."""
-    message = f"could not make {env_id!r}: {_one_line(exc)}"
+def _cannot_make(env_id: str, exc: Exception, wrappers: str = "") -> EnvError:
+    """A failed construction as one line (naming the wrapper stack, if any); a missing optional
+    dependency names rlkit's extra for it."""
+    under = f" under --env-wrappers {wrappers}" if wrappers else ""
+    message = f"could not make {env_id!r}{under}: {_one_line(exc)}"
     if isinstance(exc, (gym.error.DependencyNotInstalled, ImportError)):
         entry = str(getattr(gym.spec(env_id.rpartition(":")[2]), "entry_point", ""))
         extra = next((x for prefix, x in EXTRAS.items() if entry.startswith(prefix)), None)
@@ -198,7 +200,7 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
     except (EnvError, ConfigError):
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
-        raise _cannot_make(env_id, exc) from exc
+        raise _cannot_make(env_id, exc, wrappers) from exc
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: str = "",
@@ -211,7 +213,7 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: st
     try:
         return wrap(gym.make(env_id, **make_kwargs(wrappers, env_kwargs or {})), wrappers, training)
     except Exception as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
-        raise _cannot_make(env_id, exc) from exc
+        raise _cannot_make(env_id, exc, wrappers) from exc
 
 
 def vector_env_masks(envs: gym.vector.VectorEnv, env_id: str, env_kwargs: dict[str, Any]) -> bool:
