@@ -175,7 +175,7 @@ def test_a_run_stopped_between_scheduled_checkpoints_resumes_to_the_same_bits(lo
     assert resumed.eval_return_mean == straight.eval_return_mean and resumed.updates == straight.updates == 6
 
 
-def test_an_extension_stopped_between_checkpoints_resumes_to_the_extended_total(logdir, monkeypatch):
+def test_an_extension_stopped_between_checkpoints_resumes_to_the_extended_total(logdir, monkeypatch, caplog):
     """A finished run extended with a larger ``total_steps`` and stopped between two scheduled
     checkpoints resumes (plain ``--resume``) from the scheduled one to the extended total, not to
     the total that older checkpoint recorded."""
@@ -187,6 +187,15 @@ def test_an_extension_stopped_between_checkpoints_resumes_to_the_extended_total(
         with pytest.raises(Interrupted):
             resume(run, total_steps=6 * 512)
     assert resolve_checkpoint(run).name == "update-0000003"
+    damaged = Path(logdir) / "damaged"
+    shutil.copytree(run, damaged)
+    state_file = damaged / "checkpoints" / "update-0000003" / "state.json"
+    state = json.loads(state_file.read_text())
+    state["config"]["total_steps"] = 6 * 512.0
+    state_file.write_text(json.dumps(state))
+    with caplog.at_level("WARNING", logger="rlkit"):
+        assert resume(str(damaged)).updates == 2  # the scheduled checkpoint's own total: nothing left to run
+    assert "holds total_steps=3072.0 (expected type int)" in caplog.text
     resumed = resume(run)
     assert resumed.updates == 6 and resumed.total_steps == 6 * 512
 

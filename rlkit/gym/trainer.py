@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -91,7 +92,8 @@ class PPOTrainer:
                                      **cfg.env_options)
             try:
                 self._build()
-                default_name = f"{cfg.env.replace('/', '-')}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
+                env_name = re.sub(r"[^A-Za-z0-9._+=,-]", "-", cfg.env)  # module:Id and ns/Id as one plain name
+                default_name = f"{env_name}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
                 self.run_dir, self.lock = early or open_run_dir(cfg.logdir, cfg.run_name, default_name, None)
                 with self.lock.released_on_error():
                     self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()

@@ -109,6 +109,9 @@ class TrajectoryAdapter(Protocol[R, T, S]):
     def reset(self) -> None:
         """The environments were reset: drop unfinished trajectories."""
 
+    def check(self, record: T) -> None:
+        """A ``ValueError`` unless a restored trajectory fits this run (e.g. its observation width)."""
+
 
 class HP3O(Generic[R, T, S]):
     """The HP3O batch source (:class:`rlkit.variants.base.BatchSource`)."""
@@ -165,6 +168,8 @@ class HP3O(Generic[R, T, S]):
 
     def load_state(self, state: VariantState) -> None:
         self.buffer.load_state(state, self.adapter.record_type)
+        for record in self.buffer.items:
+            self.adapter.check(record)
 
 
 def _mean_stats(extras: list[dict[str, float]]) -> dict[str, float]:

@@ -221,6 +221,12 @@ class EpisodeAdapter:
     def reset(self) -> None:
         self.assembler.discard_pending()
 
+    def check(self, record: Trajectory) -> None:
+        width = self.model.obs_dim  # type: ignore[union-attr]
+        if record.obs.dim() != 2 or record.obs.shape[1] != width or record.final_obs.shape != (width,):
+            raise ValueError(f"HP3O's stored observations are of shape {list(record.obs.shape)}; this run's "
+                             f"have {width} values")
+
     @torch.no_grad()
     def batches(self, chosen: list[Trajectory], update: int) -> tuple[HybridBatches, dict[str, float]]:
         opt = self.options

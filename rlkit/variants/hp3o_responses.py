@@ -45,6 +45,9 @@ class ResponseAdapter:
     def reset(self) -> None:
         pass
 
+    def check(self, record: SequenceRecord) -> None:
+        pass  # a response record carries no observation width: the buffer's generic checks apply
+
 
 def records_from_grid(grid: TokenGrid, env_rewards: torch.Tensor, update: int) -> list[SequenceRecord]:
     records = []

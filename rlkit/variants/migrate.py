@@ -11,6 +11,7 @@ variants were plug-ins, HP3O's stored trajectories had keys of their own.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, NamedTuple, TypeVar
 
 import torch
@@ -21,6 +22,7 @@ from rlkit.io.checkpoint import (find_resume_point, load_checkpoint, newest_conf
                                  run_dir_of)
 from rlkit.io.files import read_json
 
+log = logging.getLogger("rlkit")
 C = TypeVar("C")
 COMMANDS = {"gym": "rlkit train", "rlhf": "rlkit rlhf"}
 """The command that continues a run of each trainer."""
@@ -82,8 +84,11 @@ def _latest_settings(record: dict[str, Any], newest: dict[str, Any] | None, resu
     the run last ran with (an extended ``total_steps``), not what that older checkpoint recorded."""
     if newest is None:
         return record
-    return {**record, **{k: newest[k] for k in resumable
-                         if k in newest and (record.get(k) is None or type(newest[k]) is type(record[k]))}}
+    fits = {k: record.get(k) is None or type(newest[k]) is type(record[k]) for k in resumable if k in newest}
+    for k in (k for k, ok in fits.items() if not ok):
+        log.warning("the newest checkpoint holds %s=%r (expected type %s); resuming with %r", k, newest[k],
+                    type(record[k]).__name__, record[k])
+    return {**record, **{k: newest[k] for k, ok in fits.items() if ok}}
 
 
 def _refuse_changes(changes: dict[str, Any], record: dict[str, Any], resumable: tuple[str, ...],

@@ -2,6 +2,7 @@
 semantics of one env object per sub-env (physics, resets, terminations vs time-outs)."""
 
 import math
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -133,3 +134,11 @@ def test_envpool_atari_trains_and_resumes_to_the_same_bits(envpool, tmp_path):
     assert set(a) == set(b) and all(torch.equal(a[k], b[k]) for k in a)
     with pytest.raises(ConfigError, match="with --env-wrappers atari"):
         rlkit.train(cfg.replace(env_wrappers="", run_name="raw"))
+
+
+def test_a_default_run_name_is_one_plain_folder_name_for_any_env_id(tmp_path):
+    result = rlkit.train(rlkit.TrainConfig(env="gymnasium.envs.classic_control:CartPole-v1", total_steps=512,
+                                           eval_episodes=0, logdir=str(tmp_path), progress=False))
+    name = Path(result.run_dir).name
+    assert Path(result.run_dir).parent == tmp_path and ":" not in name and "/" not in name
+    assert name.startswith("gymnasium.envs.classic_control-CartPole-v1__ppo__s1__")

@@ -175,6 +175,7 @@ VARIANT_DAMAGE = {
     "Outer-PPO momentum NaN": _tensors(lambda t: t["outer.momentum_buffer"].fill_(float("nan"))),
     "HP3O return beyond float": _state(lambda s: s["variants"]["hp3o"][0].__setitem__("episode_return", 10 ** 400)),
     "HP3O rewards NaN": _tensors(lambda t: t["hp3o.0.rewards"].fill_(float("nan"))),
+    "HP3O observations of another width": _tensors(lambda t: t.__setitem__("hp3o.0.obs", t["hp3o.0.obs"][:, :3].clone())),
     "HP3O steps of different lengths": _tensors(lambda t: t.__setitem__("hp3o.0.values", t["hp3o.0.values"][:1].clone())),
 }
 
