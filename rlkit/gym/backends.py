@@ -21,10 +21,6 @@ from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 
 from rlkit.errors import ConfigError, EnvError
 
-ENV_BACKENDS = ("gymnasium", "vector", "envpool")
-"""``--env-backend`` choices."""
-
-
 class CartPoleSameStep(gym.vector.VectorEnv):
     """Gymnasium's :class:`CartPoleVectorEnv` in SAME_STEP mode.
 

@@ -46,15 +46,20 @@ def check_env_id(env_id: str) -> None:
 def register_installed() -> None:
     """Register the ids of every env package of :data:`NAMESPACES` (and MiniGrid) that is installed
     (once per process)."""
-    for module, function, _ in [*NAMESPACES.values(), ("minigrid", None, "minigrid")]:
-        try:
-            package = importlib.import_module(module)
-        except ImportError:
-            continue
-        if function:
-            getattr(package, function)()
-        elif module != "minigrid":  # MiniGrid registers its ids when imported
-            gym.register_envs(package)
+    for module, function, _ in NAMESPACES.values():
+        with contextlib.suppress(ImportError):
+            _register(module, function)
+    with contextlib.suppress(ImportError):
+        importlib.import_module("minigrid")  # MiniGrid registers its ids when imported
+
+
+def _register(module: str, function: str | None) -> None:
+    """Import ``module`` (an ``ImportError`` when it is not installed) and register its env ids."""
+    package = importlib.import_module(module)
+    if function:
+        getattr(package, function)()
+    else:
+        gym.register_envs(package)
 
 
 NAMESPACES = {"MinAtar": ("minatar.gym", "register_envs", "minatar"), "ALE": ("ale_py", None, "atari")}
@@ -71,13 +76,9 @@ def register_namespace(env_id: str) -> None:
         return
     module, function, extra = NAMESPACES[namespace]
     try:
-        package = importlib.import_module(module)
+        _register(module, function)
     except ImportError:
         raise EnvError(f"{env_id!r} needs the {module.split('.')[0]} package: pip install 'rlkit[{extra}]'") from None
-    if function:
-        getattr(package, function)()
-    else:
-        gym.register_envs(package)
 
 
 EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid"}
@@ -183,9 +184,11 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
     """
     check_env_id(env_id)
     check_wrappers(wrappers)
-    if backend != "gymnasium" and (async_envs or (wrappers and backend == "vector")):
-        raise ConfigError(f"--env-backend {backend} steps every env in one call from this process"
-                          + (", under no wrapper stack: drop --env-wrappers" if not async_envs else ": drop --async-envs"))
+    if backend != "gymnasium" and async_envs:
+        raise ConfigError(f"--env-backend {backend} steps every env in one call from this process: drop --async-envs")
+    if backend == "vector" and wrappers:
+        raise ConfigError("--env-backend vector steps Gymnasium's vectorized env, under no wrapper stack: drop "
+                          "--env-wrappers")
     try:
         if backend == "vector":
             return make_vector_backend(env_id.rpartition(":")[2], num_envs, env_kwargs)

@@ -27,8 +27,6 @@ class WrapperStack:
     """Wraps an evaluation env (returns are what the stack reports as the task's score)."""
     make_kwargs: dict[str, Any] = field(default_factory=dict)
     """Keyword arguments ``gym.make`` needs beneath the stack (a run's own ``env_kwargs`` win)."""
-    summary: str = ""
-    """One line for ``--help`` and the docs."""
 
 
 WRAPPER_STACKS: dict[str, WrapperStack] = {}
@@ -150,6 +148,4 @@ def _atari(env: gym.Env, training: bool) -> gym.Env:
 
 register_wrappers("atari", WrapperStack(
     train=lambda env: _atari(env, True), evaluate=lambda env: _atari(env, False),
-    make_kwargs={"frameskip": 1},
-    summary="Atari: no-op starts, frame skip 4, 84x84 gray, 4 stacked frames; training per life on "
-            "sign-clipped rewards, evaluation on the game score"))
+    make_kwargs={"frameskip": 1}))
