@@ -149,3 +149,17 @@ def _atari(env: gym.Env, training: bool) -> gym.Env:
 register_wrappers("atari", WrapperStack(
     train=lambda env: _atari(env, True), evaluate=lambda env: _atari(env, False),
     make_kwargs={"frameskip": 1}))
+
+
+# -------------------------------------------------------------------------------------- MiniGrid
+def _minigrid(env: gym.Env) -> gym.Env:
+    """MiniGrid's partial 7x7 view of (object, colour, state) indices, flattened to 147 numbers for
+    an MLP: what the RL Baselines3 Zoo's MiniGrid agents read (its ``FlatObsWrapper``) without the
+    mission string, which is one fixed sentence per task (Chevalier-Boisvert et al. 2023). The
+    agent's direction is dropped, as there."""
+    from minigrid.wrappers import ImgObsWrapper
+
+    return gym.wrappers.FlattenObservation(ImgObsWrapper(env))
+
+
+register_wrappers("minigrid", WrapperStack(train=_minigrid, evaluate=_minigrid))
