@@ -115,7 +115,7 @@ class TokenEnv(gym.Env):
         return float(self.reward(*texts)[0])
 
 
-def register_envs() -> None:
+def register_token_envs() -> None:
     """Register ``rlkit/TokenLM-v0`` with Gymnasium (kwargs as :class:`TokenEnv`'s)."""
     if "rlkit/TokenLM-v0" not in gym.registry:
         gym.register("rlkit/TokenLM-v0", entry_point="rlkit_envs.token_env:TokenEnv", disable_env_checker=True)

@@ -62,7 +62,8 @@ def _register(module: str, function: str | None) -> None:
         gym.register_envs(package)
 
 
-NAMESPACES = {"MinAtar": ("minatar.gym", "register_envs", "minatar"), "ALE": ("ale_py", None, "atari")}
+NAMESPACES = {"MinAtar": ("minatar.gym", "register_envs", "minatar"), "ALE": ("ale_py", None, "atari"),
+              "rlkit": ("rlkit_envs", "register_envs", "")}
 """Env id namespace -> (module, its registering function or None: ``gym.register_envs(module)``,
 the rlkit extra that installs it): ids that exist only once their package has registered them."""
 
