@@ -18,18 +18,22 @@ from rlkit.errors import ConfigError
 from rlkit.io.files import write_atomic, write_json
 
 
-def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwargs: dict[str, Any] | None = None) -> float:
-    """Mean return of uniformly random actions (the 'random' end of min-max normalization)."""
+def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwargs: dict[str, Any] | None = None,
+                  wrappers: str = "") -> float:
+    """Mean return of uniformly random actions (the 'random' end of min-max normalization), on the
+    env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``."""
     from rlkit.gym.agent import run_episodes
     from rlkit.gym.envs import make_env
 
-    space = make_env(env_id, env_kwargs).action_space
+    space = make_env(env_id, env_kwargs, wrappers).action_space
     space.seed(seed)
-    return run_episodes(lambda obs: space.sample(), env_id, episodes, seed, env_kwargs=env_kwargs).mean
+    return run_episodes(lambda obs: space.sample(), env_id, episodes, seed, env_kwargs=env_kwargs,
+                        wrappers=wrappers).mean
 
 
 def references(scores: pd.DataFrame, given: dict[str, dict[str, float]],
-               env_kwargs: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+               env_kwargs: dict[str, dict[str, Any]] | None = None,
+               wrappers: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Per env: the spec's ``random``/``reference`` scores, or measured ones (a random policy's
     return; the best run's score), saying which.
     An env whose best run does not beat the random policy has no measured scale: it is marked
@@ -43,7 +47,8 @@ def references(scores: pd.DataFrame, given: dict[str, dict[str, float]],
             continue
         check_env_id(env)
         best = float(scores[scores.env == env]["score"].max())
-        out[env] = {"random": random_return(env, env_kwargs=(env_kwargs or {}).get(env)), "reference": best, "source": "measured: random policy; best run"}
+        random = random_return(env, env_kwargs=(env_kwargs or {}).get(env), wrappers=(wrappers or {}).get(env, ""))
+        out[env] = {"random": random, "reference": best, "source": "measured: random policy; best run"}
         out[env]["usable"] = best > out[env]["random"]
         if not out[env]["usable"]:
             out[env]["source"] = ("not normalized: no run beats the random policy; give [reference.\"ENV\"] "
@@ -95,7 +100,7 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     figures.curves(results, "wall_s", colour, out / "curves_wallclock.png")
     pngs = ["per_env.png", "curves_steps.png", "curves_wallclock.png"]
     if normalize == "minmax":
-        refs = references(scores, spec.reference, spec.env_options())
+        refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers())
         usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
         matrices, envs = stats.score_matrices(stats.normalize(usable, refs), variants)
         if not envs:

@@ -101,6 +101,10 @@ class SweepSpec:
         """Per env, the ``gymnasium.make`` keyword arguments its runs use (one set per env)."""
         return {run.env: json.loads(run.config.get("env_kwargs") or "{}") for run in self.runs}
 
+    def env_wrappers(self) -> dict[str, str]:
+        """Per env, the wrapper stack its runs use ("" for none)."""
+        return {run.env: run.config.get("env_wrappers") or "" for run in self.runs}
+
 
 PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=,-]*")
 """A sweep name: one folder name on every filesystem (no path separators, not ``.`` or ``..``)."""

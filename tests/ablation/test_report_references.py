@@ -1,0 +1,21 @@
+"""The report's measured 'random' score is taken on the env as its runs are evaluated: under the
+evaluation side of the runs' wrapper stack."""
+
+import gymnasium as gym
+import pandas as pd
+import pytest
+
+from rlkit.ablation.report import random_return, references
+from rlkit.gym import wrappers as stacks
+
+
+def test_the_random_score_is_measured_under_the_runs_wrapper_stack(monkeypatch):
+    tenfold = stacks.WrapperStack(train=lambda env: env,
+                                  evaluate=lambda env: gym.wrappers.TransformReward(env, lambda r: 10.0 * r))
+    monkeypatch.setitem(stacks.WRAPPER_STACKS, "tenfold", tenfold)
+    plain = random_return("CartPole-v1", episodes=3)
+    assert plain > 5 and random_return("CartPole-v1", episodes=3, wrappers="tenfold") == pytest.approx(10 * plain, rel=1e-12)
+    scores = pd.DataFrame({"env": ["CartPole-v1"], "score": [500.0]})
+    refs = references(scores, {}, {"CartPole-v1": {}}, {"CartPole-v1": "tenfold"})
+    assert refs["CartPole-v1"]["random"] == random_return("CartPole-v1", wrappers="tenfold")
+    assert references(scores, {})["CartPole-v1"]["random"] == random_return("CartPole-v1")
