@@ -1,7 +1,10 @@
-"""Which Gymnasium env ids rlkit trains on: every registered id (Gymnasium's built-ins, plus the
-families whose packages are installed: ale-py, minatar, minigrid) tried with a tiny budget
+"""Which Gymnasium env ids rlkit trains on: every registered id (Gymnasium's built-ins, rlkit's own,
+plus the families whose packages are installed: ale-py, minatar, minigrid) tried with a tiny budget
 (one env, 128 steps, one evaluation episode of at most 200 steps), each in this process, one after
-another. An id runs, or is refused with rlkit's one-line reason.
+another. An id runs, or is refused with rlkit's one-line reason. A family with a wrapper stack is
+tried under it, as its users run it: ALE ids under ``atari`` (only the ``ALE/*-v5`` ids; ale-py's
+v0/v4/NoFrameskip ids are the same games under older settings), MiniGrid and BabyAI under
+``minigrid``.
 
     python benchmarks/env_coverage.py                 # every id; appends a section to RESULTS.md
     python benchmarks/env_coverage.py --ids FrozenLake-v1 Taxi-v4 --write ""
@@ -25,23 +28,31 @@ def family_ids() -> list[str]:
 
     import importlib
 
-    for module in ("ale_py", "minatar.gym", "minigrid"):
+    for module in ("ale_py", "minatar.gym", "minigrid", "rlkit_envs"):
         try:
             registered = importlib.import_module(module)
         except ImportError:
             continue
-        if module == "minatar.gym":
+        if module in ("minatar.gym", "rlkit_envs"):
             registered.register_envs()
         else:
             gym.register_envs(registered)
-    return list(gym.registry)
+    ale = [i for i in gym.registry if gym.spec(i).entry_point == "ale_py.env:AtariEnv"]
+    return [i for i in gym.registry if i not in ale or (i.startswith("ALE/") and i.endswith("-v5"))]
+
+
+def family_stack(env_id: str) -> str:
+    """The wrapper stack a family's ids are tried under ("" none)."""
+    if env_id.startswith("ALE/"):
+        return "atari"
+    return "minigrid" if env_id.startswith(("MiniGrid-", "BabyAI-")) else ""
 
 
 def try_id(env_id: str, logdir: str) -> tuple[str, str]:
     import rlkit
     from rlkit.errors import RlkitError, one_line
 
-    cfg = dict(env=env_id, total_steps=128, num_envs=1, num_steps=64, num_minibatches=2, update_epochs=1,
+    cfg = dict(env=env_id, env_wrappers=family_stack(env_id), total_steps=128, num_envs=1, num_steps=64, num_minibatches=2, update_epochs=1,
                eval_episodes=1, eval_max_steps=200, logdir=logdir, progress=False, checkpoint_every=10**9)
     try:
         with warnings.catch_warnings():
@@ -64,6 +75,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as logdir:
         for env_id in ids:
             status, detail = try_id(env_id, logdir)
+            stack = family_stack(env_id)
+            detail = f"{detail} (--env-wrappers {stack})" if stack else detail
             rows.append((env_id, status, detail.replace("|", "/")[:220]))
             print(f"{env_id}: {status} ({detail[:160]})", flush=True)
     counts = {s: sum(r[1] == s for r in rows) for s in ("runs", "refused", "CRASH")}
