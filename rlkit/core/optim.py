@@ -39,6 +39,19 @@ class FlatParameters:
         self.split = total if split is None else split
         """Number of leading entries that belong to the actor (the rest is the critic)."""
 
+    def move_to(self, data: torch.Tensor, grad: torch.Tensor) -> None:
+        """Keep theta in ``data`` and its gradient in ``grad`` (each ``[P]``, e.g. a member's rows of a
+        population's ``[K, P]`` matrices) from now on: theta is copied there, the gradient zeroed,
+        and every parameter becomes a view of them. The optimizer's state is keyed by
+        ``self.param``, which stays the same object."""
+        data.copy_(self.data)
+        grad.zero_()
+        self.param.data = data
+        self.param.grad = grad
+        for p, part in zip(self.params, self.slices):
+            p.data = data[part].view_as(p)
+            p.grad = grad[part].view_as(p)
+
     @property
     def data(self) -> torch.Tensor:
         """``[P]`` the parameter vector theta (writes are seen by the module)."""

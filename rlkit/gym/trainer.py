@@ -35,6 +35,7 @@ from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import (as_observation_array, close_envs, make_vec_env, new_run_warnings, reset_envs, step_envs,
                             vector_env_masks)
 from rlkit.gym.episodes import Episodes
+from rlkit.gym.policies import ActResult, NumpyActor
 from rlkit.io.logger import Logger
 from rlkit.variants import build_learner, variant_fields
 from rlkit.variants.fresh import FreshRollout
@@ -170,28 +171,36 @@ class PPOTrainer:
 
     def collect(self) -> np.ndarray:
         """Fill the buffer with ``num_steps`` vector steps; returns V of the last observations."""
-        cfg, buf, actor = self.cfg, self.buffer, self.actor
-        obs_norm, rew_scaler, rng = self.parts.obs_norm, self.parts.rew_scaler, self.learner.rng
-        obs = self.obs
-        for t in range(cfg.num_steps):
-            act = actor.act(obs, rng, with_values=False)
-            buf.add_action(t, obs, act.actions, act.log_probs, act.values)
-            raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
-            next_obs = self._encode(raw_obs)
-            self._check_finite(rewards, "rewards")
-            dones = terminated | truncated
-            buf.add_outcome(t, rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
-            timeouts = truncated & ~terminated
-            if timeouts.any():  # bootstrap a time-out from V(final observation)
-                ids = np.flatnonzero(timeouts)
-                final = self._with_masks(obs_norm(self._encode([info["final_obs"][i] for i in ids], items=True),
-                                                  update=False), final=True)
-                buf.set_final(t, ids, final, actor.value(final))
-            obs = self._with_masks(obs_norm(next_obs, update=True))
-        self.obs = obs
-        self.parts.episodes.rollout(buf.np["raw_rewards"], buf.np["dones"])
-        buf.set_values(actor.value)  # V(s_t) for the whole rollout in one batched pass (same snapshot)
-        return actor.value(obs)
+        actor, rng = self.actor, self.learner.rng
+        for t in range(self.cfg.num_steps):
+            self.record_step(t, actor.act(self.obs, rng, with_values=False), actor)
+        return self.end_rollout(actor)
+
+    def record_step(self, t: int, act: ActResult, actor: NumpyActor) -> None:
+        """Step ``t`` of the rollout with the actions ``act`` sampled on ``self.obs``: store them, step
+        the envs, store the outcome (a time-out bootstrapped from ``actor``'s V(final observation))
+        and move ``self.obs`` on. A population samples ``act`` for all its members at once."""
+        cfg, buf, obs_norm = self.cfg, self.buffer, self.parts.obs_norm
+        buf.add_action(t, self.obs, act.actions, act.log_probs, act.values)
+        raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
+        next_obs = self._encode(raw_obs)
+        self._check_finite(rewards, "rewards")
+        dones = terminated | truncated
+        buf.add_outcome(t, self.parts.rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
+        timeouts = truncated & ~terminated
+        if timeouts.any():  # bootstrap a time-out from V(final observation)
+            ids = np.flatnonzero(timeouts)
+            final = self._with_masks(obs_norm(self._encode([info["final_obs"][i] for i in ids], items=True),
+                                              update=False), final=True)
+            buf.set_final(t, ids, final, actor.value(final))
+        self.obs = self._with_masks(obs_norm(next_obs, update=True))
+
+    def end_rollout(self, actor: NumpyActor) -> np.ndarray:
+        """After the rollout's last step: episode statistics, V(s_t) for the whole rollout in one
+        batched pass with ``actor`` (the snapshot that acted); returns V of the last observations."""
+        self.parts.episodes.rollout(self.buffer.np["raw_rewards"], self.buffer.np["dones"])
+        self.buffer.set_values(actor.value)
+        return actor.value(self.obs)
 
     # ------------------------------------------------------------------------------ update
     def update(self) -> dict[str, float]:
@@ -223,7 +232,7 @@ class PPOTrainer:
     # -------------------------------------------------------------------- what the loop calls
     def iterate(self) -> Iteration:
         stats = self.update()
-        stats.update(self._episode_stats())
+        stats.update(self.episode_stats())
         recent = self.parts.episodes.recent
         return Iteration(stats, self.cfg.batch_size, f"ret={np.mean(recent):.1f}" if recent else None)
 
@@ -253,28 +262,45 @@ class PPOTrainer:
     def train(self) -> TrainResult:
         """Run to the end (holding the run directory), evaluate, write ``result.json``."""
         with self.lock:
-            cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
-            done = self.resumed and progress.updates_done >= cfg.num_updates
-            self.prior = finished_result(self.run_dir, progress.env_steps) if done else None
-            schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
-                                progress_total=cfg.num_updates * cfg.batch_size)
-            train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
-                                                              ["eval/return_mean", "charts/episodic_return"],
-                                                              variant_fields(), schedule, self.resumed, cfg.progress))
-            if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
-                evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
-                evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
-                mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
-                             for k in ("eval_return_mean", "eval_return_std"))
-            elif cfg.eval_episodes:
-                mean, std = evaluations.history[-1][1:]
-            else:
-                mean = std = float("nan")
-            sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
-            result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
-                                 progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
-            write_result(self.run_dir, result.to_json())
-            return result
+            self.prior = self.prior_result()
+            train_steps(self, self.learner, self.progress, self.run_spec())
+            return self.final_result()
+
+    def prior_result(self) -> dict | None:
+        """The result of a finished run that is resumed (its final evaluation stands), else None."""
+        done = self.resumed and self.progress.updates_done >= self.cfg.num_updates
+        return finished_result(self.run_dir, self.progress.env_steps) if done else None
+
+    def run_spec(self) -> RunSpec:
+        """How the run loop runs this trainer: its log, hparams and schedule."""
+        cfg = self.cfg
+        schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
+                            progress_total=cfg.num_updates * cfg.batch_size)
+        return RunSpec(self.run_dir, cfg.to_dict(), cfg.variant, ["eval/return_mean", "charts/episodic_return"],
+                       variant_fields(), schedule, self.resumed, cfg.progress)
+
+    def final_result(self) -> TrainResult:
+        """After the last update: the result with the final evaluation (or a resumed finished run's own)."""
+        evaluations = self.parts.evaluations
+        if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
+            evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
+            evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
+            mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
+                         for k in ("eval_return_mean", "eval_return_std"))
+        elif self.cfg.eval_episodes:
+            mean, std = evaluations.history[-1][1:]
+        else:
+            mean = std = float("nan")
+        return self.result(mean, std)
+
+    def result(self, mean: float, std: float) -> TrainResult:
+        """The finished run's result (final evaluation ``mean`` +- ``std``), written to ``result.json``."""
+        cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
+        sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
+        result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
+                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
+        write_result(self.run_dir, result.to_json())
+        return result
 
     def _evaluate(self, logger: Logger) -> EvalResult:
         """Deterministic evaluation of the current policy on its own env and seeds (the training
@@ -290,7 +316,7 @@ class PPOTrainer:
         self.parts.evaluations.seconds.append(self.progress.seconds)
         return evaluation
 
-    def _episode_stats(self) -> dict[str, float]:
+    def episode_stats(self) -> dict[str, float]:
         finished = self.parts.episodes.pop()
         if not finished:
             return {}

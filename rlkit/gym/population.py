@@ -1,0 +1,269 @@
+"""Many seeds in one process: a population of independent PPO runs trained as one batched network.
+
+Every member is a whole single run (:class:`PPOTrainer`): its own seed, envs, weights, Adam state,
+normalization statistics, random streams, run directory, TensorBoard events, checkpoints and
+``result.json``, so ``rlkit eval``, ``rlkit report`` and ``--resume`` see no difference. The
+population steps its members in lockstep: one batched matmul per layer acts for all of them
+(:class:`StackedActor`), each member's envs step as in its single run, and the update runs every
+member's minibatches through one batched network (:func:`stacked_epochs`). A member that fails
+(an env error, a non-finite loss) is recorded as failed, with its one-line error, and the others
+go on. Plain PPO on vector observations (MLP policies); a variant, an image or action masks are
+refused in one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from rlkit.core.buffer import Rollout
+from rlkit.core.encoders import make_encoder
+from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, stop_on_signals
+from rlkit.core.update import explained_variance
+from rlkit.errors import ConfigError, RlkitError, one_line
+from rlkit.gym.config import TrainConfig
+from rlkit.gym.envs import env_gives_masks, make_env
+from rlkit.gym.policies import ActResult, NumpyActor
+from rlkit.gym.stacked import MemberBatch, StackedActor, StackedLoss, StackedParameters, stacked_epochs
+from rlkit.gym.trainer import PPOTrainer, TrainResult
+from rlkit.io.logger import Logger
+from rlkit.io.progress import progress_bar
+
+log = logging.getLogger("rlkit")
+
+
+@dataclass
+class MemberOutcome:
+    """How one member of a population ended."""
+
+    seed: int
+    run_dir: str
+    result: TrainResult | None = None
+    """Its result, as a single run returns it (None if it failed)."""
+    error: str | None = None
+    """The one-line error it stopped with (None if it finished)."""
+
+
+def check_population(cfg: TrainConfig, seeds: Sequence[int]) -> None:
+    """A one-line :class:`ConfigError` for seeds or settings a population cannot train."""
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
+        raise ConfigError(f"a population needs one or more integer seeds, got {list(seeds)!r}")
+    twice = sorted({s for s in seeds if list(seeds).count(s) > 1})
+    if twice:
+        raise ConfigError(f"seeds given twice: {twice} (each member is its own run)")
+    if cfg.resume:
+        raise ConfigError("a population resumes with resume_population(run_dirs) (rlkit train --resume DIR DIR ...)")
+    enabled = [v.name for v in cfg.variants.enabled()]
+    if enabled:
+        raise ConfigError(f"a population trains plain PPO; {', '.join(enabled)} runs one seed per process")
+    env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
+    try:
+        if make_encoder(env.observation_space).image is not None:
+            raise ConfigError(f"a population trains MLP policies; {cfg.env}'s images need one seed per process")
+        if env_gives_masks(env, cfg.env):
+            raise ConfigError(f"a population does not act with action masks yet; {cfg.env} gives them")
+    finally:
+        env.close()
+
+
+def train_population(cfg: TrainConfig, seeds: Sequence[int]) -> list[MemberOutcome]:
+    """Train ``cfg`` once per seed as one population; each member's run directory is
+    ``{run_name}__s{seed}`` under ``cfg.logdir`` (or the single run's default name)."""
+    cfg.validate()
+    check_population(cfg, seeds)
+    members: list[PPOTrainer] = []
+    try:
+        for seed in seeds:
+            name = f"{cfg.run_name}__s{seed}" if cfg.run_name else None
+            members.append(PPOTrainer(cfg.replace(seed=seed, run_name=name)))
+    except BaseException:
+        _release(members)
+        raise
+    return Population(members).train()
+
+
+def resume_population(run_dirs: Sequence[str], **changes: object) -> list[MemberOutcome]:
+    """Continue the members of a population (their run directories) from their newest checkpoints,
+    together; ``changes`` as :func:`rlkit.gym.trainer.resume` takes them (``total_steps``)."""
+    if len(set(map(str, run_dirs))) != len(run_dirs) or not run_dirs:
+        raise ConfigError(f"resume_population needs distinct run directories, got {list(run_dirs)!r}")
+    members: list[PPOTrainer] = []
+    try:
+        for run_dir in run_dirs:
+            members.append(PPOTrainer(TrainConfig(resume=str(run_dir)), dict(changes)))
+        _check_resumed(members)
+    except BaseException:
+        _release(members)
+        raise
+    return Population(members).train()
+
+
+def _check_resumed(members: list[PPOTrainer]) -> None:
+    """Resumed members must be one population: the same settings but the seed, at the same update."""
+    first = {k: v for k, v in members[0].cfg.to_dict().items() if k not in ("seed", "run_name", "resume")}
+    for m in members[1:]:
+        other = {k: v for k, v in m.cfg.to_dict().items() if k not in ("seed", "run_name", "resume")}
+        differ = sorted(k for k in first if first[k] != other.get(k))
+        if differ:
+            raise ConfigError(f"{m.run_dir} is not of the same population as {members[0].run_dir}: "
+                              f"{', '.join(differ)} differ")
+    check_population(members[0].cfg.replace(resume=None), [m.cfg.seed for m in members])
+    updates = sorted({m.progress.updates_done for m in members})
+    if len(updates) > 1:
+        raise ConfigError(f"the members' newest checkpoints are at different updates ({updates}); resume them "
+                          "one by one")
+
+
+def _release(members: list[PPOTrainer]) -> None:
+    """Close the envs and release the run directories of members built before a failure."""
+    for m in members:
+        m.abort(ConfigError("start-up failed"))
+        m.lock.release()
+
+
+class Population:
+    """Members (single runs of one config but the seed, at the same update) trained in lockstep."""
+
+    def __init__(self, members: list[PPOTrainer]) -> None:
+        self.members = members
+        self.failed: dict[int, str] = {}
+        first = members[0]
+        self.cfg = first.cfg
+        self.stacked = StackedParameters([m.learner.flat for m in members], first.model)
+        self.loss = StackedLoss(first.head, first.cfg.ppo)
+
+    def live(self) -> list[int]:
+        return [k for k in range(len(self.members)) if k not in self.failed]
+
+    def _fail(self, k: int, error: BaseException) -> None:
+        self.failed[k] = one_line(error)
+        log.warning("rlkit: population member seed %s failed, the others go on: %s", self.members[k].cfg.seed,
+                    self.failed[k])
+        self.members[k].abort(error)
+
+    def _guard(self, k: int, fn: Any, *args: Any) -> Any:
+        """``fn(*args)`` for member ``k``; an rlkit error fails that member alone (None returned)."""
+        try:
+            return fn(*args)
+        except RlkitError as exc:
+            self._fail(k, exc)
+            return None
+
+    def train(self) -> list[MemberOutcome]:
+        """Run every member to the end (holding their run directories); returns their outcomes."""
+        with contextlib.ExitStack() as held:
+            for m in self.members:
+                held.enter_context(m.lock)
+                m.prior = m.prior_result()
+            specs = [m.run_spec() for m in self.members]
+            loggers = [open_logger(s.run_dir, m.progress.env_steps if s.resumed else None, s.config, s.variant,
+                                   s.metric_tags, s.lead) for m, s in zip(self.members, specs)]
+            try:
+                self._run(loggers, specs[0].schedule)
+            finally:
+                for logger in loggers:
+                    logger.close()
+            return [MemberOutcome(m.cfg.seed, str(m.run_dir), error=self.failed[k]) if k in self.failed
+                    else MemberOutcome(m.cfg.seed, str(m.run_dir), result=m.final_result())
+                    for k, m in enumerate(self.members)]
+
+    def _run(self, loggers: list[Logger], schedule: Schedule) -> None:
+        """The run loop (:func:`rlkit.core.loop.train_steps`) for all members at once."""
+        first = self.members[0]
+        bar = progress_bar(len(self.members) * (schedule.progress_total or 0), "step", self.cfg.progress,
+                           initial=sum(m.progress.env_steps for m in self.members))
+        with stop_on_signals() as stop, contextlib.closing(bar):
+            try:
+                while self.live() and first.progress.updates_done < schedule.num_updates:
+                    bar.update(self._update(loggers, schedule))
+                    scheduled = schedule.checkpoint_due(first.progress.updates_done)
+                    if scheduled or stop.signum is not None:
+                        self._checkpoint(loggers, scheduled, stop.signum)
+                if stop.signum is not None:
+                    raise SignalStop(stop.signum)
+                stop.at_once = True
+                for k in self.live():
+                    self._guard(k, self.members[k].finish, loggers[k])
+            except SignalStop as exc:
+                for k in self.live():
+                    self.members[k].abort(exc)
+                raise Interrupted(exc.signum, first.run_dir.parent, None, written=False) from None
+            except BaseException as exc:
+                for k in self.live():
+                    self.members[k].abort(exc)
+                raise
+            finally:
+                stop.at_once = False
+
+    def _checkpoint(self, loggers: list[Logger], scheduled: bool, signum: int | None) -> None:
+        """Every live member's checkpoint; after a signal, stop (:class:`Interrupted`)."""
+        done = self.members[0].progress.updates_done >= self.members[0].cfg.num_updates
+        written = None
+        for k in self.live():
+            loggers[k].flush()
+            written = self._guard(k, self.members[k].save, scheduled) or written
+            if signum is None and not done and k not in self.failed:
+                self._guard(k, self.members[k].after_checkpoint)
+        if signum is not None:
+            raise Interrupted(signum, self.members[0].run_dir.parent, written)
+
+    def _update(self, loggers: list[Logger], schedule: Schedule) -> int:
+        """One update of every live member; returns the environment steps taken."""
+        start = time.perf_counter()
+        for k in self.live():
+            learner, lr = self.members[k].learner, schedule.lr(self.members[k].progress.updates_done)
+            learner.optimizer.param_groups[0]["lr"] = lr
+            learner.schedule(lr / schedule.learning_rate)
+        actors = [m.model.snapshot() for m in self.members]
+        last = self._collect(actors)
+        batches: list[MemberBatch | None] = [None] * len(self.members)
+        for k, values in last.items():
+            m = self.members[k]
+            source = self._guard(k, m.learner.source.batches, Rollout(m.buffer, values), m.progress.updates_done)
+            if source is not None:
+                batches[k] = MemberBatch(source[0].pooled, m.learner.generator, m.learner.flat, m.learner.optimizer)
+        results = stacked_epochs(self.stacked, self.loss, batches, self.cfg.ppo, self.cfg.num_minibatches) \
+            if any(batches) else batches
+        seconds = time.perf_counter() - start
+        steps = 0
+        for k, (batch, result) in enumerate(zip(batches, results)):
+            if batch is not None and result is not None and k not in self.failed:
+                steps += self._log(k, batch, result, seconds, loggers[k], schedule)
+        return steps
+
+    def _collect(self, actors: list[NumpyActor]) -> dict[int, np.ndarray]:
+        """A rollout of every live member, acting for all at once; returns V of their last observations."""
+        stacked = StackedActor(actors)
+        for t in range(self.cfg.num_steps):
+            params = stacked.params(np.stack([m.obs for m in self.members]))
+            for k in self.live():
+                m = self.members[k]
+                sample = actors[k].sampler.sample(params[k], m.learner.rng)
+                self._guard(k, m.record_step, t, ActResult(sample.actions, sample.log_probs, None), actors[k])
+        last = {k: self._guard(k, self.members[k].end_rollout, actors[k]) for k in self.live()}
+        return {k: v for k, v in last.items() if v is not None}
+
+    def _log(self, k: int, batch: MemberBatch, result: Any, seconds: float, logger: Logger,
+             schedule: Schedule) -> int:
+        """Member ``k``'s scalars and progress after an update, as a single run logs them."""
+        m = self.members[k]
+        stats = self._guard(k, result.scalars, m.progress.updates_done + 1)
+        if stats is None:
+            return 0
+        stats["losses/explained_variance"] = explained_variance(batch.batch.returns, batch.batch.values)
+        stats.update(m.episode_stats())
+        units = m.cfg.batch_size
+        m.progress.updates_done += 1
+        m.progress.env_steps += units
+        m.progress.seconds += seconds
+        stats["charts/learning_rate"] = schedule.lr(m.progress.updates_done - 1)
+        stats["charts/steps_per_second"] = units / seconds
+        logger.scalars(stats, m.progress.env_steps)
+        self._guard(k, m.after_update, stats, logger)
+        return units
+

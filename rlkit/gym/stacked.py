@@ -1,0 +1,244 @@
+"""A population's networks as one: ``K`` members' MLP actor-critics with their parameters stacked
+on a leading member axis and run with batched matmuls (acting in numpy, the update in torch), as
+PureJaxRL trains many seeds as one vectorized program (Lu et al. 2022).
+
+Member k's flat parameter vector (:class:`rlkit.core.optim.FlatParameters`, actor first) is row k
+of one ``[K, P]`` matrix and its gradient row k of another; the member's modules' parameters are
+views of that row, so its own model, optimizer, checkpoints and evaluation see the population's
+numbers without copies. Every batched op computes member k's slice with the same kernel and shapes
+whatever ``K`` is (a stacked matmul is one matrix product per member; reductions run per member),
+so a member's numbers do not depend on who else is in the population.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.func import functional_call, vmap
+
+from rlkit.core.buffer import Batch
+from rlkit.core.config import PPOConfig
+from rlkit.core.heads import PolicyHead
+from rlkit.core.loss import LossOutput, ppo_loss, ratio_stats
+from rlkit.core.optim import FlatParameters
+from rlkit.errors import NonFiniteError
+from rlkit.gym.policies import MLPActorCritic, NumpyActor
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One linear layer's place in the flat parameter vector."""
+
+    weight: slice
+    bias: slice
+    shape: tuple[int, int]
+    """``(out, in)``, as ``nn.Linear`` stores its weight."""
+
+
+def _layers(seq: nn.Sequential, flat: FlatParameters, index: dict[int, int]) -> list[Layer]:
+    return [Layer(flat.slices[index[id(m.weight)]], flat.slices[index[id(m.bias)]], tuple(m.weight.shape))
+            for m in seq if isinstance(m, nn.Linear)]
+
+
+def stacked_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``x [K, B, in] @ weight[K, out, in]^T + bias [K, 1, out]``, member by member. A width of 1 is
+    padded with a zero to 2: torch's batched matmul takes another path for a single column or
+    contraction (a matrix-vector product), whose numbers for member k depend on ``K``; the zeros
+    add exactly nothing."""
+    out, inp = weight.shape[1:]
+    if inp == 1:
+        x, weight = F.pad(x, (0, 1)), F.pad(weight, (0, 1))
+    if out == 1:
+        weight, bias = F.pad(weight, (0, 0, 0, 1)), F.pad(bias, (0, 1))
+    y = torch.baddbmm(bias, x, weight.transpose(1, 2))
+    return y[..., :1] if out == 1 else y
+
+
+class StackedParameters:
+    """``theta [K, P]`` (a leaf whose ``.grad`` is ``[K, P]``) holding every member's parameters;
+    ``forward`` runs all members on their own observations at once."""
+
+    def __init__(self, flats: list[FlatParameters], model: MLPActorCritic) -> None:
+        sizes = {f.data.numel() for f in flats}
+        if len(sizes) != 1:
+            raise ValueError(f"members' parameter vectors differ in size: {sorted(sizes)}")
+        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, requires_grad=True)
+        self.theta.grad = torch.zeros_like(self.theta)
+        for k, flat in enumerate(flats):
+            flat.move_to(self.theta.data[k], self.theta.grad[k])
+        index = {id(p): i for i, p in enumerate(model.ordered_parameters())}
+        self.actor = _layers(model.actor, flats[0], index)
+        self.critic = _layers(model.critic, flats[0], index)
+        self.head_params = {name: (flats[0].slices[index[id(p)]], tuple(p.shape))
+                            for name, p in model.head.named_parameters()}
+        """The head's own parameters (a Gaussian's log-std): name -> (slice, shape)."""
+
+    @property
+    def size(self) -> int:
+        return self.theta.shape[0]
+
+    def _mlp(self, x: torch.Tensor, layers: list[Layer]) -> torch.Tensor:
+        k = self.size
+        for i, layer in enumerate(layers):
+            out, inp = layer.shape
+            x = stacked_linear(x, self.theta[:, layer.weight].view(k, out, inp), self.theta[:, layer.bias].view(k, 1, out))
+            if i < len(layers) - 1:
+                x = torch.tanh(x)
+        return x
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``obs [K, B, obs_dim]`` -> (distribution params ``[K, B, out_dim]``, values ``[K, B]``)."""
+        return self._mlp(obs, self.actor), self._mlp(obs, self.critic).squeeze(-1)
+
+    def head_tensors(self) -> dict[str, torch.Tensor]:
+        """The head's parameters stacked, ``{"head.<name>": [K, *shape]}`` (views of ``theta``)."""
+        return {f"head.{name}": self.theta[:, part].view(self.size, *shape)
+                for name, (part, shape) in self.head_params.items()}
+
+
+class _MemberLoss(nn.Module):
+    """The PPO loss of one member, its head's parameters swapped in by ``functional_call``."""
+
+    def __init__(self, head: PolicyHead, hp: PPOConfig) -> None:
+        super().__init__()
+        self.head = head
+        self.hp = hp
+
+    def forward(self, dist_params: torch.Tensor, values: torch.Tensor, mb: Batch) -> LossOutput:
+        hp = self.hp
+        return ppo_loss(self.head, dist_params, values, mb, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
+                        ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv, vloss_form=hp.vloss_form)
+
+
+class StackedLoss:
+    """:func:`rlkit.core.loss.ppo_loss` for every member at once (``torch.func.vmap`` over the member
+    axis): the formula's means are per member."""
+
+    def __init__(self, head: PolicyHead, hp: PPOConfig) -> None:
+        module = _MemberLoss(head, hp)
+
+        def one(head_params: dict[str, torch.Tensor], dist_params: torch.Tensor, values: torch.Tensor,
+                mb: Batch) -> LossOutput:
+            return functional_call(module, head_params, (dist_params, values, mb))
+
+        self._loss = vmap(one)
+
+    def __call__(self, head_params: dict[str, torch.Tensor], dist_params: torch.Tensor, values: torch.Tensor,
+                 mb: Batch) -> LossOutput:
+        """Per-member ``[K]`` losses (and ``[K, B]`` log-ratios) for ``[K, B, ...]`` inputs."""
+        return self._loss(head_params, dist_params, values, mb)
+
+
+class StackedActor:
+    """Members' numpy snapshots (:class:`NumpyActor`) stacked layer by layer, for acting on all
+    members' observations with one batched matmul per layer."""
+
+    def __init__(self, actors: list[NumpyActor]) -> None:
+        self.layers = [(np.stack([a.actor[i][0] for a in actors]), np.stack([a.actor[i][1] for a in actors])[:, None])
+                       for i in range(len(actors[0].actor))]
+
+    def params(self, obs: np.ndarray) -> np.ndarray:
+        """``obs [K, N, obs_dim]`` float32 -> ``[K, N, out_dim]`` distribution parameters."""
+        x = obs
+        for w, b in self.layers[:-1]:
+            x = np.tanh(np.matmul(x, w) + b)
+        w, b = self.layers[-1]
+        return np.matmul(x, w) + b
+
+
+@dataclass(frozen=True)
+class MemberBatch:
+    """What one member brings to a stacked update."""
+
+    batch: Batch
+    """Its rollout's ``[T*N]`` batch (advantages computed)."""
+    generator: torch.Generator
+    """Its minibatch shuffling stream (drawn as a single run draws it)."""
+    flat: FlatParameters
+    optimizer: torch.optim.Optimizer
+
+
+def _pack(batch: Batch) -> torch.Tensor:
+    """``[b, C]``: observations, actions (as floats), log-probs, advantages, returns, values."""
+    b = batch.obs.shape[0]
+    return torch.cat([batch.obs, batch.actions.reshape(b, -1).float(), batch.log_probs[:, None],
+                      batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]], dim=1)
+
+
+def _unpack(mb: torch.Tensor, like: Batch) -> Batch:
+    """``[K, s, C]`` packed rows as a :class:`Batch` of ``[K, s, ...]`` fields."""
+    k, s, _ = mb.shape
+    d, shape = like.obs.shape[1], like.actions.shape[1:]
+    a = int(np.prod(shape))
+    actions = mb[:, :, d:d + a].to(like.actions.dtype).reshape(k, s, *shape)
+    tail = mb[:, :, d + a:]
+    return Batch(mb[:, :, :d], actions, tail[..., 0], tail[..., 1], tail[..., 2], tail[..., 3])
+
+
+class MemberStats(NamedTuple):
+    """One member's share of a stacked update."""
+
+    steps: torch.Tensor
+    """``[S, 5]`` loss, policy loss, value loss, entropy and grad norm of each of its minibatch steps."""
+    approx_kl: torch.Tensor
+    """Of its last epoch."""
+    clipfrac: torch.Tensor
+    epochs: int
+
+    def scalars(self, update_number: int) -> dict[str, float]:
+        """The ``losses/`` scalars a single run logs (:func:`rlkit.core.update.ppo_epochs`'s)."""
+        mean = self.steps.mean(0)
+        if not torch.isfinite(mean).all():
+            raise NonFiniteError(f"non-finite loss during update {update_number}")
+        names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
+        stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
+        stats["losses/approx_kl"], stats["losses/clipfrac"] = float(self.approx_kl), float(self.clipfrac)
+        stats["losses/epochs"] = float(self.epochs)
+        return stats
+
+
+def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: list[MemberBatch | None],
+                   hp: PPOConfig, num_minibatches: int) -> list[MemberStats | None]:
+    """PPO's epochs (:func:`rlkit.core.update.ppo_epochs`) for every member at once: each member
+    shuffles with its own generator, clips its own gradient, steps its own Adam and stops early on
+    its own approx_kl; None members (failed ones) are carried along untouched."""
+    like = next(m.batch for m in members if m is not None)
+    packed = torch.stack([_pack(m.batch if m is not None else like) for m in members])
+    b, width = packed.shape[1:]
+    running = [m is not None for m in members]
+    rows: list[list[torch.Tensor]] = [[] for _ in members]
+    last: list[MemberStats | None] = [None] * len(members)
+    count = min(num_minibatches, b)
+    size = b // count
+    for epoch in range(hp.update_epochs):
+        live = [k for k, on in enumerate(running) if on]
+        if not live:
+            break
+        orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
+                              else torch.arange(b) for k in range(len(members))])
+        shuffled = packed.gather(1, orders[:, :, None].expand(-1, -1, width))
+        mask = torch.tensor(running)
+        log_ratios = []
+        for start in range(0, size * count, size):
+            mb = _unpack(shuffled[:, start:start + size], like)
+            dist_params, values = stacked.forward(mb.obs)
+            out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
+            stacked.theta.grad.zero_()  # type: ignore[union-attr]
+            torch.where(mask, out.loss, torch.zeros(())).sum().backward()
+            for k in live:
+                member = members[k]
+                norm = member.flat.clip_grad_norm_(hp.max_grad_norm)  # type: ignore[union-attr]
+                member.optimizer.step()  # type: ignore[union-attr]
+                rows[k].append(torch.stack([out.loss[k].detach(), out.pg_loss[k], out.v_loss[k], out.entropy[k], norm]))
+            log_ratios.append(out.log_ratio)
+        for k in live:
+            kl = ratio_stats(torch.cat([r[k] for r in log_ratios]), hp.clip_coef)
+            last[k] = MemberStats(torch.stack(rows[k]), kl.approx_kl, kl.clipfrac, epoch + 1)
+            if hp.target_kl is not None and kl.approx_kl.item() > hp.target_kl:
+                running[k] = False
+    return last
