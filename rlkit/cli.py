@@ -13,6 +13,7 @@ import logging
 import shlex
 import signal
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import tyro
@@ -105,20 +106,30 @@ def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
 def _train(argv: list[str]) -> int:
     from rlkit.gym.config import PRESETS, TrainConfig, preset
 
-    pre = Parser(add_help=False)
+    pre = Parser(add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
+    pre.add_argument("--seeds", nargs="+", type=int, default=None)
+    pre.add_argument("--population", type=int, default=None)
+    pre.add_argument("--resume", nargs="+", default=None)
     known, rest = pre.parse_known_args(argv)
+    many = known.seeds is not None or known.population is not None or len(known.resume or []) > 1
+    if known.resume and not many:
+        rest = [*rest, "--resume", known.resume[0]]
     default = preset(*known.preset) if known.preset else TrainConfig()
     description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME [NAME ...] starts from "
                    f"named presets applied in order ({', '.join(PRESETS)}), e.g. --preset mujoco hp3o; "
                    "other flags override their fields. With --resume RUN_DIR the run continues with its own "
-                   "config; --total-steps extends it.")
+                   "config; --total-steps extends it. --seeds S [S ...] (or --population K: seeds --seed.."
+                   "--seed+K-1) trains one run per seed as one population in this process; --resume DIR DIR ... "
+                   "continues a population.")
     with deferred_validation():
         cfg = _tyro_cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
                        config=TYRO_CONFIG)
+    _refuse_switched_off(cfg, rest)
+    if many:
+        return _train_population(cfg, known, rest)
     from rlkit.gym.trainer import PPOTrainer
 
-    _refuse_switched_off(cfg, rest)
     if cfg.resume:
         if known.preset:
             raise ConfigError("--preset cannot be combined with --resume (a resumed run keeps its own config)")
@@ -131,6 +142,33 @@ def _train(argv: list[str]) -> int:
     print(f"eval return {result.eval_return_mean:.1f} +- {result.eval_return_std:.1f}; "
           f"TensorBoard logs: tensorboard --logdir {shlex.quote(result.run_dir)}", file=sys.stderr)
     return 0
+
+
+def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> int:
+    """``rlkit train --seeds ...`` / ``--population K`` / ``--resume DIR DIR ...``: one JSON line per
+    member; exit 1 when a member failed (the others finished)."""
+    from rlkit.gym.population import resume_population, train_population
+
+    if known.resume:
+        if known.seeds is not None or known.population is not None or known.preset:
+            raise ConfigError("--resume DIR DIR ... continues a population with its own seeds and config; "
+                              "drop --seeds, --population and --preset")
+        outcomes = resume_population(known.resume, **_resume_changes(cfg, rest))
+    else:
+        if known.seeds is not None and known.population is not None:
+            raise ConfigError("give --seeds or --population, not both")
+        if known.population is not None and known.population < 1:
+            raise ConfigError(f"--population must be >= 1, got {known.population}")
+        seeds = known.seeds if known.seeds is not None else list(range(cfg.seed, cfg.seed + known.population))
+        outcomes = train_population(cfg, seeds)
+    for o in outcomes:
+        print(json.dumps(o.result.to_json() if o.result else {"seed": o.seed, "run_dir": o.run_dir, "error": o.error}))
+    failed = [o for o in outcomes if o.error]
+    for o in failed:
+        print(f"rlkit: error: population member seed {o.seed} failed ({o.run_dir}): {o.error}", file=sys.stderr)
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} members finished; TensorBoard logs: tensorboard "
+          f"--logdir {shlex.quote(str(Path(outcomes[0].run_dir).parent))}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _eval(argv: list[str]) -> int:
@@ -241,12 +279,18 @@ def _report(argv: list[str]) -> int:
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
     from rlkit.core.loop import Interrupted
+    from rlkit.gym.population import PopulationInterrupted
 
     signum = getattr(exc, "signum", signal.SIGINT)
     if isinstance(exc, SweepInterrupted):
         print(f"rlkit: interrupted; no further run started, the runs in flight checkpointed and stopped; "
               f"continue with: {exc.command}", file=sys.stderr)
         return 130
+    if isinstance(exc, PopulationInterrupted):
+        dirs = " ".join(shlex.quote(str(d)) for d in exc.run_dirs)
+        print(f"rlkit: {signal.Signals(signum).name}: population {_stopped(exc)} (each member alike); continue "
+              f"with: rlkit {command} --resume {dirs}", file=sys.stderr)
+        return 128 + signum
     if isinstance(exc, Interrupted):
         print(f"rlkit: {signal.Signals(signum).name}: {_stopped(exc)}; continue with: "
               f"rlkit {command} --resume {shlex.quote(str(exc.run_dir))}", file=sys.stderr)

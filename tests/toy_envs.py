@@ -75,6 +75,24 @@ class Faulty(IdentityDiscrete):
         return obs, reward, term, trunc, info
 
 
+class FaultyForSeed(Faulty):
+    """:class:`Faulty` only in an env first reset with seed ``seed`` (one member of a population)."""
+
+    def __init__(self, mode: str = "raise", seed: int = 100, after: int = 40) -> None:
+        super().__init__(mode, after)
+        self.bad_seed, self.bad = seed, False
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None and self.count == 0:
+            self.bad = seed == self.bad_seed
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        if not self.bad:
+            return IdentityDiscrete.step(self, action)
+        return super().step(action)
+
+
 class CloseRaises(IdentityDiscrete):
     """Raises in ``close()``."""
 
@@ -231,6 +249,8 @@ def register_all() -> None:
         "rlkit-test/ImageObs-v0": ("ImageObs", {}),
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
+        "rlkit-test/RaisesForSeed100-v0": ("FaultyForSeed", {"mode": "raise"}),
+        "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
         "rlkit-test/WorkerFails-v0": ("WorkerFails", {}),
         "rlkit-test/ResetRaises-v0": ("ResetRaises", {}),
         "rlkit-test/Pixels-v0": ("Pixels", {}),

@@ -17,9 +17,11 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 
 from rlkit.core.buffer import Rollout
 from rlkit.core.encoders import make_encoder
@@ -31,6 +33,7 @@ from rlkit.gym.envs import env_gives_masks, make_env
 from rlkit.gym.policies import ActResult, NumpyActor
 from rlkit.gym.stacked import MemberBatch, StackedActor, StackedLoss, StackedParameters, stacked_epochs
 from rlkit.gym.trainer import PPOTrainer, TrainResult
+from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
 
@@ -47,6 +50,15 @@ class MemberOutcome:
     """Its result, as a single run returns it (None if it failed)."""
     error: str | None = None
     """The one-line error it stopped with (None if it finished)."""
+
+
+class PopulationInterrupted(Interrupted):
+    """SIGINT or SIGTERM stopped a population: after the update in flight with every live member's
+    checkpoint written (``written``), or at once, with their newest checkpoints standing."""
+
+    def __init__(self, signum: int, run_dirs: list[Path], checkpoint: Path | None, written: bool = True) -> None:
+        super().__init__(signum, run_dirs[0], checkpoint, written)
+        self.run_dirs = run_dirs
 
 
 def check_population(cfg: TrainConfig, seeds: Sequence[int]) -> None:
@@ -77,14 +89,16 @@ def train_population(cfg: TrainConfig, seeds: Sequence[int]) -> list[MemberOutco
     cfg.validate()
     check_population(cfg, seeds)
     members: list[PPOTrainer] = []
+    rng_states = []
     try:
         for seed in seeds:
             name = f"{cfg.run_name}__s{seed}" if cfg.run_name else None
             members.append(PPOTrainer(cfg.replace(seed=seed, run_name=name)))
+            rng_states.append(torch.get_rng_state())
     except BaseException:
         _release(members)
         raise
-    return Population(members).train()
+    return Population(members, rng_states).train()
 
 
 def resume_population(run_dirs: Sequence[str], **changes: object) -> list[MemberOutcome]:
@@ -93,14 +107,16 @@ def resume_population(run_dirs: Sequence[str], **changes: object) -> list[Member
     if len(set(map(str, run_dirs))) != len(run_dirs) or not run_dirs:
         raise ConfigError(f"resume_population needs distinct run directories, got {list(run_dirs)!r}")
     members: list[PPOTrainer] = []
+    rng_states = []
     try:
         for run_dir in run_dirs:
             members.append(PPOTrainer(TrainConfig(resume=str(run_dir)), dict(changes)))
+            rng_states.append(torch.get_rng_state())
         _check_resumed(members)
     except BaseException:
         _release(members)
         raise
-    return Population(members).train()
+    return Population(members, rng_states).train()
 
 
 def _check_resumed(members: list[PPOTrainer]) -> None:
@@ -127,10 +143,13 @@ def _release(members: list[PPOTrainer]) -> None:
 
 
 class Population:
-    """Members (single runs of one config but the seed, at the same update) trained in lockstep."""
+    """Members (single runs of one config but the seed, at the same update) trained in lockstep.
+    ``rng_states``: each member's torch global random state as its single run would hold it (a
+    member's checkpoint records it; nothing in training draws from it)."""
 
-    def __init__(self, members: list[PPOTrainer]) -> None:
+    def __init__(self, members: list[PPOTrainer], rng_states: list[torch.Tensor]) -> None:
         self.members = members
+        self.rng_states = rng_states
         self.failed: dict[int, str] = {}
         first = members[0]
         self.cfg = first.cfg
@@ -192,7 +211,9 @@ class Population:
             except SignalStop as exc:
                 for k in self.live():
                     self.members[k].abort(exc)
-                raise Interrupted(exc.signum, first.run_dir.parent, None, written=False) from None
+                newest = next(iter(checkpoint_candidates(first.run_dir)), None)
+                raise PopulationInterrupted(exc.signum, [m.run_dir for m in self.members], newest,
+                                            written=False) from None
             except BaseException as exc:
                 for k in self.live():
                     self.members[k].abort(exc)
@@ -206,11 +227,12 @@ class Population:
         written = None
         for k in self.live():
             loggers[k].flush()
+            torch.set_rng_state(self.rng_states[k])
             written = self._guard(k, self.members[k].save, scheduled) or written
             if signum is None and not done and k not in self.failed:
                 self._guard(k, self.members[k].after_checkpoint)
         if signum is not None:
-            raise Interrupted(signum, self.members[0].run_dir.parent, written)
+            raise PopulationInterrupted(signum, [m.run_dir for m in self.members], written)
 
     def _update(self, loggers: list[Logger], schedule: Schedule) -> int:
         """One update of every live member; returns the environment steps taken."""
