@@ -42,5 +42,6 @@ def test_the_minigrid_preset_trains_loads_and_acts(tmp_path):
     assert result.env == "MiniGrid-DoorKey-5x5-v0" and result.updates == 2 and np.isfinite(result.eval_return_mean)
     stored = json.loads((tmp_path / "m" / "config.json").read_text())
     assert stored["env_wrappers"] == "minigrid" and stored["num_minibatches"] == 16 and stored["norm_obs"]
+    assert stored["clip_vloss"] is False
     agent, config = rlkit.Agent.load(result.run_dir)
     assert config.env_wrappers == "minigrid" and agent.act(np.zeros(147, np.uint8)).shape == ()
