@@ -57,29 +57,35 @@ def ratio_stats(log_ratio: torch.Tensor, clip_coef: float) -> RatioStats:
     return RatioStats(((ratio - 1) - log_ratio).mean(), ((ratio - 1).abs() > clip_coef).float().mean())
 
 
-def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float) -> torch.Tensor:
-    """``mean(max(-A * r, -A * clip(r, 1 - eps, 1 + eps)))`` over ``[B]`` ratios and advantages."""
-    return torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)).mean()
+def _mean(x: torch.Tensor, dim: int | None) -> torch.Tensor:
+    return x.mean() if dim is None else x.mean(dim)
+
+
+def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float,
+                      dim: int | None = None) -> torch.Tensor:
+    """``mean(max(-A * r, -A * clip(r, 1 - eps, 1 + eps)))`` over ``[B]`` ratios and advantages (or
+    over ``dim`` only: per member of a population's ``[K, B]``)."""
+    return _mean(torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)), dim)
 
 
 def value_loss(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip_coef: float,
-               clip_vloss: bool, form: str = "max") -> torch.Tensor:
+               clip_vloss: bool, form: str = "max", dim: int | None = None) -> torch.Tensor:
     """``form="max"``: ``0.5 mean((V - R)^2)``, or the pessimistic max with V clipped to
     ``V_old +- clip_coef``; ``form="clipped-mse"``: ``mean((V - R)^2)``, or with clipping
-    ``mean((V_clip - R)^2)`` alone (Stable-Baselines3). All ``[B]``."""
+    ``mean((V_clip - R)^2)`` alone (Stable-Baselines3). All ``[B]`` (means over ``dim`` only if given)."""
     clipped = old_values + (new_values - old_values).clamp(-clip_coef, clip_coef) if clip_vloss else None
     if form == "clipped-mse":
         prediction = new_values if clipped is None else clipped
-        return (prediction - returns).square().mean()
+        return _mean((prediction - returns).square(), dim)
     v_sq = (new_values - returns).square()
     if clipped is None:
-        return 0.5 * v_sq.mean()
-    return 0.5 * torch.max(v_sq, (clipped - returns).square()).mean()
+        return 0.5 * _mean(v_sq, dim)
+    return 0.5 * _mean(torch.max(v_sq, (clipped - returns).square()), dim)
 
 
-def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
-    """``(A - mean) / (std + 1e-8)`` over the minibatch (a PPO implementation detail)."""
-    std, mean = torch.std_mean(advantages)
+def normalize_advantages(advantages: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """``(A - mean) / (std + 1e-8)`` over the minibatch (a PPO implementation detail), or over ``dim``."""
+    std, mean = torch.std_mean(advantages) if dim is None else torch.std_mean(advantages, dim, keepdim=True)
     return (advantages - mean) / (std + 1e-8)
 
 
@@ -92,10 +98,20 @@ def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tens
     ``mb`` holds the behaviour log-probs, advantages, returns and old values ``[B]``.
     """
     new_log_probs, entropy = head.log_prob_entropy(dist_params, mb.actions)
-    advantages = normalize_advantages(mb.advantages) if norm_adv else mb.advantages
+    return ppo_loss_terms(new_log_probs, entropy, new_values, mb, clip_coef=clip_coef, clip_vloss=clip_vloss,
+                          ent_coef=ent_coef, vf_coef=vf_coef, norm_adv=norm_adv, vloss_form=vloss_form)
+
+
+def ppo_loss_terms(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
+                   clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool,
+                   vloss_form: str = "max", dim: int | None = None) -> LossOutput:
+    """The PPO loss from the policy's log-probs and entropies of ``mb.actions``: ``[B]`` inputs and
+    scalar terms, or with ``dim`` the means over that axis only (``[K, B]`` -> ``[K]``: every member
+    of a population its own loss)."""
+    advantages = normalize_advantages(mb.advantages, dim) if norm_adv else mb.advantages
     log_ratio = new_log_probs - mb.log_probs
-    pg_loss = clipped_surrogate(log_ratio.exp(), advantages, clip_coef)
-    v_loss = value_loss(new_values, mb.values, mb.returns, clip_coef, clip_vloss, vloss_form)
-    entropy = entropy.mean()
+    pg_loss = clipped_surrogate(log_ratio.exp(), advantages, clip_coef, dim)
+    v_loss = value_loss(new_values, mb.values, mb.returns, clip_coef, clip_vloss, vloss_form, dim)
+    entropy = _mean(entropy, dim)
     loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
     return LossOutput(loss, pg_loss.detach(), v_loss.detach(), entropy.detach(), log_ratio.detach())

@@ -24,7 +24,7 @@ from torch.func import functional_call, vmap
 from rlkit.core.buffer import Batch
 from rlkit.core.config import PPOConfig
 from rlkit.core.heads import PolicyHead
-from rlkit.core.loss import LossOutput, ppo_loss, ratio_stats
+from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.errors import NonFiniteError
 from rlkit.gym.policies import MLPActorCritic, NumpyActor
@@ -101,37 +101,48 @@ class StackedParameters:
                 for name, (part, shape) in self.head_params.items()}
 
 
-class _MemberLoss(nn.Module):
-    """The PPO loss of one member, its head's parameters swapped in by ``functional_call``."""
+class _HeadCall(nn.Module):
+    """A head's ``log_prob_entropy`` as a module call, so ``functional_call`` can swap in one
+    member's head parameters."""
 
-    def __init__(self, head: PolicyHead, hp: PPOConfig) -> None:
+    def __init__(self, head: PolicyHead) -> None:
         super().__init__()
         self.head = head
-        self.hp = hp
 
-    def forward(self, dist_params: torch.Tensor, values: torch.Tensor, mb: Batch) -> LossOutput:
-        hp = self.hp
-        return ppo_loss(self.head, dist_params, values, mb, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
-                        ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv, vloss_form=hp.vloss_form)
+    def forward(self, dist_params: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.head.log_prob_entropy(dist_params, actions)
 
 
 class StackedLoss:
-    """:func:`rlkit.core.loss.ppo_loss` for every member at once (``torch.func.vmap`` over the member
-    axis): the formula's means are per member."""
+    """:func:`rlkit.core.loss.ppo_loss` for every member at once, each member's means its own
+    (:func:`rlkit.core.loss.ppo_loss_terms` over the minibatch axis). A head that declares softmax
+    logits (``fused_kind == "categorical"``: its ops act on the last axis) reads ``[K, B, A]`` as it
+    is; any other head runs once per member under ``torch.func.vmap`` with that member's
+    parameters (a Gaussian's log-std)."""
 
     def __init__(self, head: PolicyHead, hp: PPOConfig) -> None:
-        module = _MemberLoss(head, hp)
+        self.hp = hp
+        self.head = head
+        self.direct = getattr(head, "fused_kind", None) == "categorical"
+        module = _HeadCall(head)
 
-        def one(head_params: dict[str, torch.Tensor], dist_params: torch.Tensor, values: torch.Tensor,
-                mb: Batch) -> LossOutput:
-            return functional_call(module, head_params, (dist_params, values, mb))
+        def one(head_params: dict[str, torch.Tensor], dist_params: torch.Tensor,
+                actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return functional_call(module, head_params, (dist_params, actions))
 
-        self._loss = vmap(one)
+        self._per_member = vmap(one)
 
     def __call__(self, head_params: dict[str, torch.Tensor], dist_params: torch.Tensor, values: torch.Tensor,
                  mb: Batch) -> LossOutput:
         """Per-member ``[K]`` losses (and ``[K, B]`` log-ratios) for ``[K, B, ...]`` inputs."""
-        return self._loss(head_params, dist_params, values, mb)
+        if self.direct:
+            log_probs, entropy = self.head.log_prob_entropy(dist_params, mb.actions)
+        else:
+            log_probs, entropy = self._per_member(head_params, dist_params, mb.actions)
+        hp = self.hp
+        return ppo_loss_terms(log_probs, entropy, values, mb, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
+                              ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
+                              vloss_form=hp.vloss_form, dim=1)
 
 
 class StackedActor:

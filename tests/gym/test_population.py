@@ -11,7 +11,6 @@ import torch
 import rlkit
 from rlkit.errors import ConfigError
 from rlkit.gym.population import PopulationInterrupted, resume_population, train_population
-from rlkit.gym.stacked import stacked_linear
 from tests.robustness.helpers import run_cli
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, assert_trained_from, final_tensors
 
@@ -43,21 +42,6 @@ def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extr
     # The other members are other runs.
     assert not torch.equal(final_tensors(among[0].run_dir)["model.actor.0.weight"],
                            final_tensors(b.run_dir)["model.actor.0.weight"])
-
-
-def test_stacked_linear_gives_each_member_the_same_bits_whatever_the_population():
-    torch.manual_seed(0)
-    for inp, out in [(1, 64), (64, 1), (4, 64), (64, 64), (64, 2)]:
-        x = torch.randn(3, 100, inp, requires_grad=True)
-        w = torch.randn(3, out, inp, requires_grad=True)
-        b = torch.randn(3, 1, out, requires_grad=True)
-        one = [t[:1].detach().clone().requires_grad_() for t in (x, w, b)]
-        y3, y1 = stacked_linear(x, w, b), stacked_linear(*one)
-        g = torch.randn(3, 100, out)
-        grads3 = torch.autograd.grad(y3, (x, w, b), g)
-        grads1 = torch.autograd.grad(y1, one, g[:1])
-        assert torch.equal(y3[0], y1[0]) and all(torch.equal(p[0], q[0]) for p, q in zip(grads3, grads1))
-        assert torch.allclose(y3, torch.baddbmm(b, x, w.transpose(1, 2)), atol=1e-5)
 
 
 @pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0"])
