@@ -16,6 +16,7 @@ from rlkit.errors import (CheckpointError, ConfigError, EnvError, NonFiniteError
                           UnsupportedSpaceError)
 from rlkit.gym.agent import Agent, load_agent
 from rlkit.gym.config import PRESETS, TrainConfig, preset
+from rlkit.gym.population import MemberOutcome, resume_population, train_population
 from rlkit.gym.trainer import PPOTrainer, TrainResult, train
 from rlkit.variants import VariantGroups, VariantOptions
 
@@ -26,4 +27,5 @@ __all__ = [
     "GAEResult", "LossOutput", "NonFiniteError", "PPOConfig", "PPOTrainer", "PRESETS", "RlkitError",
     "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantGroups", "VariantOptions",
     "clipped_surrogate", "compute_gae", "load_agent", "make_head", "ppo_loss", "preset", "register_head", "train",
+    "MemberOutcome", "resume_population", "train_population",
 ]
