@@ -25,6 +25,7 @@ import torch
 
 from rlkit.core.buffer import Rollout
 from rlkit.core.encoders import make_encoder
+from rlkit.core.heads import NumpyCategorical
 from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, stop_on_signals
 from rlkit.core.update import explained_variance
 from rlkit.errors import ConfigError, RlkitError, one_line
@@ -155,6 +156,7 @@ class Population:
         self.cfg = first.cfg
         self.stacked = StackedParameters([m.learner.flat for m in members], first.model)
         self.loss = StackedLoss(first.head, first.cfg.ppo)
+        self.categorical = getattr(first.head, "fused_kind", None) == "categorical"
 
     def live(self) -> list[int]:
         return [k for k in range(len(self.members)) if k not in self.failed]
@@ -263,12 +265,22 @@ class Population:
         stacked = StackedActor(actors)
         for t in range(self.cfg.num_steps):
             params = stacked.params(np.stack([m.obs for m in self.members]))
-            for k in self.live():
-                m = self.members[k]
-                sample = actors[k].sampler.sample(params[k], m.learner.rng)
-                self._guard(k, m.record_step, t, ActResult(sample.actions, sample.log_probs, None), actors[k])
+            for k, act in self._sample(actors, params):
+                self._guard(k, self.members[k].record_step, t, act, actors[k])
         last = {k: self._guard(k, self.members[k].end_rollout, actors[k]) for k in self.live()}
         return {k: v for k, v in last.items() if v is not None}
+
+    def _sample(self, actors: list[NumpyActor], params: np.ndarray) -> list[tuple[int, ActResult]]:
+        """Every live member's actions from its ``params`` row, drawn from its own random stream. A
+        head of softmax logits (``fused_kind == "categorical"``) samples all members in one pass
+        from their uniforms (drawn as its sampler draws them); any other, member by member."""
+        live, rngs = self.live(), [m.learner.rng for m in self.members]
+        if self.categorical:
+            u = np.stack([rngs[k].random(params.shape[1], dtype=np.float32) for k in live])
+            drawn = NumpyCategorical.sample_from_uniforms(params[live], u)
+            return [(k, ActResult(drawn.actions[i], drawn.log_probs[i], None)) for i, k in enumerate(live)]
+        samples = [(k, actors[k].sampler.sample(params[k], rngs[k])) for k in live]
+        return [(k, ActResult(s.actions, s.log_probs, None)) for k, s in samples]
 
     def _log(self, k: int, batch: MemberBatch, result: Any, seconds: float, logger: Logger,
              schedule: Schedule) -> int:
