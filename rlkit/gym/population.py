@@ -7,8 +7,9 @@ population steps its members in lockstep: one batched matmul per layer acts for 
 (:class:`StackedActor`), each member's envs step as in its single run, and the update runs every
 member's minibatches through one batched network (:func:`stacked_epochs`). A member that fails
 (an env error, a non-finite loss) is recorded as failed, with its one-line error, and the others
-go on. Plain PPO on vector observations (MLP policies); a variant, an image or action masks are
-refused in one line.
+go on. PPO and the variants that act around the inner epochs (Outer-PPO: each member its own outer
+step and momentum) on vector observations (MLP policies); a variant that chooses its own batches
+(HP3O), an image or action masks are refused in one line.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ def check_population(cfg: TrainConfig, seeds: Sequence[int]) -> None:
         raise ConfigError(f"seeds given twice: {twice} (each member is its own run)")
     if cfg.resume:
         raise ConfigError("a population resumes with resume_population(run_dirs) (rlkit train --resume DIR DIR ...)")
-    enabled = [v.name for v in cfg.variants.enabled()]
-    if enabled:
-        raise ConfigError(f"a population trains plain PPO; {', '.join(enabled)} runs one seed per process")
+    sources = [v.name for v in cfg.variants.enabled() if v.replaces_batch]
+    if sources:
+        raise ConfigError(f"a population trains on each member's latest rollout; {', '.join(sources)} chooses its "
+                          "own batches: run it one seed per process")
     env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
     try:
         if make_encoder(env.observation_space).image is not None:
@@ -141,6 +143,11 @@ def _release(members: list[PPOTrainer]) -> None:
     for m in members:
         m.abort(ConfigError("start-up failed"))
         m.lock.release()
+
+
+def _each(calls: list[Any]) -> list[Any]:
+    """Call each of ``calls`` in order (a member's update hooks: Outer-PPO's outer step)."""
+    return [call() for call in calls]
 
 
 class Population:
@@ -249,7 +256,7 @@ class Population:
         for k, values in last.items():
             m = self.members[k]
             source = self._guard(k, m.learner.source.batches, Rollout(m.buffer, values), m.progress.updates_done)
-            if source is not None:
+            if source is not None and self._guard(k, _each, [h.begin for h in m.learner.hooks]) is not None:
                 batches[k] = MemberBatch(source[0].pooled, m.learner.generator, m.learner.flat, m.learner.optimizer)
         results = stacked_epochs(self.stacked, self.loss, batches, self.cfg.ppo, self.cfg.num_minibatches) \
             if any(batches) else batches
@@ -287,8 +294,11 @@ class Population:
         """Member ``k``'s scalars and progress after an update, as a single run logs them."""
         m = self.members[k]
         stats = self._guard(k, result.scalars, m.progress.updates_done + 1)
-        if stats is None:
+        hooks = self._guard(k, _each, [h.end for h in m.learner.hooks]) if stats is not None else None
+        if stats is None or hooks is None:
             return 0
+        for hook_stats in hooks:
+            stats.update(hook_stats)
         stats["losses/explained_variance"] = explained_variance(batch.batch.returns, batch.batch.values)
         stats.update(m.episode_stats())
         units = m.cfg.batch_size

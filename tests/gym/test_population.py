@@ -29,8 +29,11 @@ def _first_checkpoint(run_dir):
     return load_file(str(first / "tensors.safetensors"))
 
 
-@pytest.mark.parametrize("env, extra", [("CartPole-v1", {}),
-                                        ("Pendulum-v1", {"norm_obs": True, "norm_reward": True, "target_kl": 0.01})])
+@pytest.mark.parametrize("env, extra", [
+    ("CartPole-v1", {}),
+    ("Pendulum-v1", {"norm_obs": True, "norm_reward": True, "target_kl": 0.01}),
+    ("CartPole-v1", {"outer": True, "outer_lr": 1.0, "outer_momentum": 0.5, "outer_nesterov": True}),
+])
 def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extra):
     alone = train_population(_cfg(tmp_path, "alone", env=env, **extra), [2])
     among = train_population(_cfg(tmp_path, "among", env=env, **extra), [5, 2, 9])
@@ -85,7 +88,7 @@ def test_each_member_is_a_single_run_for_eval_and_the_cli(tmp_path):
 @pytest.mark.parametrize("seeds, kw, match", [
     ([1, 1], {}, "given twice"),
     ([], {}, "one or more"),
-    ([1, 2], {"outer": True}, "plain PPO"),
+    ([1, 2], {"hp3o": True}, "its own batches"),
     ([1, 2], {"env": "rlkit-test/ImageObs-v0"}, "images"),
     ([1, 2], {"env": "rlkit-test/MaskedFatal-v0"}, "masks"),
 ])
