@@ -67,7 +67,8 @@ class StackedParameters:
         sizes = {f.data.numel() for f in flats}
         if len(sizes) != 1:
             raise ValueError(f"members' parameter vectors differ in size: {sorted(sizes)}")
-        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, requires_grad=True)
+        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, device=flats[0].data.device,
+                                 requires_grad=True)
         self.theta.grad = torch.zeros_like(self.theta)
         for k, flat in enumerate(flats):
             flat.move_to(self.theta.data[k], self.theta.grad[k])
@@ -219,7 +220,8 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
     shuffles with its own generator, clips its own gradient, steps its own Adam and stops early on
     its own approx_kl; None members (failed ones) are carried along untouched."""
     like = next(m.batch for m in members if m is not None)
-    packed = torch.stack([_pack(m.batch if m is not None else like) for m in members])
+    device = stacked.theta.device
+    packed = torch.stack([_pack(m.batch if m is not None else like) for m in members]).to(device)
     b, width = packed.shape[1:]
     running = [m is not None for m in members]
     rows: list[list[torch.Tensor]] = [[] for _ in members]
@@ -232,15 +234,15 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
             break
         orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
                               else torch.arange(b) for k in range(len(members))])
-        shuffled = packed.gather(1, orders[:, :, None].expand(-1, -1, width))
-        mask = torch.tensor(running)
+        shuffled = packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width))
+        mask = torch.tensor(running, device=device)
         log_ratios = []
         for start in range(0, size * count, size):
             mb = _unpack(shuffled[:, start:start + size], like)
             dist_params, values = stacked.forward(mb.obs)
             out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
             stacked.theta.grad.zero_()  # type: ignore[union-attr]
-            torch.where(mask, out.loss, torch.zeros(())).sum().backward()
+            torch.where(mask, out.loss, torch.zeros((), device=device)).sum().backward()
             for k in live:
                 member = members[k]
                 norm = member.flat.clip_grad_norm_(hp.max_grad_norm)  # type: ignore[union-attr]
