@@ -129,12 +129,13 @@ ATARI_EVAL_STEPS = 27_000
 
 
 def _atari(env: gym.Env, training: bool) -> gym.Env:
-    """Gymnasium's ``AtariPreprocessing`` (30 no-op starts, frame skip 4 with max-pooling, 84x84
-    grayscale), then for training episodic life and rewards clipped to their sign, FIRE on reset
+    """Gymnasium's ``AtariPreprocessing`` (30 no-op starts where the game has a NOOP, frame skip 4
+    with max-pooling, 84x84 grayscale), then for training episodic life and rewards clipped to their sign, FIRE on reset
     where the game needs it (and, in evaluation, after each lost life; evaluation games last up to
     ALE's 108,000 frames), and the last 4 frames stacked: the PPO Atari setting of Huang et al.
     (2022, "The 37 implementation details of PPO"), as Stable-Baselines3's ``AtariWrapper``."""
-    env = gym.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84, grayscale_obs=True)
+    noops = 30 if env.unwrapped.get_action_meanings()[0] == "NOOP" else 0  # board games have no NOOP
+    env = gym.wrappers.AtariPreprocessing(env, noop_max=noops, frame_skip=4, screen_size=84, grayscale_obs=True)
     if training:
         env = EpisodicLife(env)
     if "FIRE" in env.unwrapped.get_action_meanings()[1:2]:
