@@ -21,8 +21,10 @@ class InvalidActions(gym.Env):
     """``n`` actions, ``valid`` of them allowed per step, ``length`` steps per episode."""
 
     def __init__(self, n: int = 16, valid: int = 4, length: int = 25) -> None:
-        if not 1 <= valid <= n or length < 1:
-            raise ValueError(f"need 1 <= valid <= n and length >= 1, got n={n}, valid={valid}, length={length}")
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in (n, valid, length)) or not 1 <= valid <= n \
+                or length < 1:
+            raise ValueError(f"need integers 1 <= valid <= n and length >= 1, got n={n!r}, valid={valid!r}, "
+                             f"length={length!r}")
         self.n, self.valid, self.length = n, valid, length
         self.observation_space = gym.spaces.Discrete(n)
         self.action_space = gym.spaces.Discrete(n)

@@ -133,6 +133,10 @@ def _train(argv: list[str]) -> int:
     if cfg.resume:
         if known.preset:
             raise ConfigError("--preset cannot be combined with --resume (a resumed run keeps its own config)")
+        from rlkit.gym.population_start import is_member
+
+        if is_member(cfg.resume):  # a population's member continues as a population of one: same numbers
+            return _train_population(cfg, argparse.Namespace(**{**vars(known), "resume": [cfg.resume]}), rest)
         trainer = PPOTrainer(TrainConfig(resume=cfg.resume), _resume_changes(cfg, rest))
     else:
         cfg.validate()
@@ -147,7 +151,7 @@ def _train(argv: list[str]) -> int:
 def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> int:
     """``rlkit train --seeds ...`` / ``--population K`` / ``--resume DIR DIR ...``: one JSON line per
     member; exit 1 when a member failed (the others finished)."""
-    from rlkit.gym.population import resume_population, train_population
+    from rlkit.gym.population_start import resume_population, train_population
 
     if known.resume:
         if known.seeds is not None or known.population is not None or known.preset:
@@ -287,6 +291,8 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
               f"continue with: {exc.command}", file=sys.stderr)
         return 130
     if isinstance(exc, PopulationInterrupted):
+        for run_dir, error in exc.failed.items():
+            print(f"rlkit: error: population member {run_dir} failed (not resumed): {error}", file=sys.stderr)
         dirs = " ".join(shlex.quote(str(d)) for d in exc.run_dirs)
         print(f"rlkit: {signal.Signals(signum).name}: population {_stopped(exc)} (each member alike); continue "
               f"with: rlkit {command} --resume {dirs}", file=sys.stderr)

@@ -21,14 +21,21 @@ from rlkit.io.files import write_atomic, write_json
 def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwargs: dict[str, Any] | None = None,
                   wrappers: str = "") -> float:
     """Mean return of uniformly random actions (the 'random' end of min-max normalization), on the
-    env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``."""
+    env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``,
+    and among the allowed actions where the env masks them (as every agent on it acts)."""
     from rlkit.gym.agent import run_episodes
-    from rlkit.gym.envs import make_env
+    from rlkit.gym.envs import env_gives_masks, make_env
 
-    space = make_env(env_id, env_kwargs, wrappers).action_space
+    env = make_env(env_id, env_kwargs, wrappers)
+    space, masked = env.action_space, env_gives_masks(env, env_id)
+    env.close()
     space.seed(seed)
-    return run_episodes(lambda obs: space.sample(), env_id, episodes, seed, env_kwargs=env_kwargs,
-                        wrappers=wrappers).mean
+    rng = np.random.default_rng(seed)
+
+    def act(obs: Any, action_mask: np.ndarray | None = None) -> Any:
+        return int(rng.choice(np.flatnonzero(action_mask))) if action_mask is not None else space.sample()
+
+    return run_episodes(act, env_id, episodes, seed, env_kwargs=env_kwargs, masked=masked, wrappers=wrappers).mean
 
 
 def references(scores: pd.DataFrame, given: dict[str, dict[str, float]],

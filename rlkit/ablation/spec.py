@@ -140,13 +140,15 @@ def _refuse_shared_folders(runs: list[RunSpec], file: str) -> None:
 
 def _refuse_mixed_env_kwargs(runs: list[RunSpec], file: str) -> None:
     """Every run of one env makes the same env (variants compare on one task; the report's random
-    policy plays it too): env_kwargs belongs at the top or in ``[env."ENV_ID"]``, not per variant."""
+    policy plays it too): env_kwargs and env_wrappers belong at the top, in a preset or in
+    ``[env."ENV_ID"]``, not per variant."""
     seen: dict[str, RunSpec] = {}
     for run in runs:
         first = seen.setdefault(run.env, run)
-        if run.config.get("env_kwargs", "") != first.config.get("env_kwargs", ""):
-            raise _fail(file, f"variants.{run.variant}", f"env_kwargs differ from variant {first.variant!r}'s on "
-                                                        f"{run.env}; set env_kwargs at the top or in [env.\"{run.env}\"]")
+        for name in ("env_kwargs", "env_wrappers"):
+            if run.config.get(name, "") != first.config.get(name, ""):
+                raise _fail(file, f"variants.{run.variant}", f"{name} differ from variant {first.variant!r}'s on "
+                                                            f"{run.env}; set {name} at the top or in [env.\"{run.env}\"]")
 
 
 def _check_env_tables(data: dict[str, Any], file: str, envs: set[str]) -> None:

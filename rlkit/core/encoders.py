@@ -149,7 +149,11 @@ class CompositeEncoder:
         self.keys = list(space.spaces) if isinstance(space, gym.spaces.Dict) else list(range(len(space.spaces)))
         if not self.keys:
             raise UnsupportedSpaceError(f"unsupported observation space {space}: it has no parts")
-        self.parts = [make_encoder(space[k]) for k in self.keys]
+        try:
+            self.parts = [make_encoder(space[k]) for k in self.keys]
+        except UnsupportedSpaceError as exc:
+            raise UnsupportedSpaceError(f"{exc} (a part of {type(space).__name__} observations: a wrapper may drop "
+                                        "or encode it, e.g. --env-wrappers minigrid for MiniGrid's mission)") from None
         if any(p.image for p in self.parts):
             raise UnsupportedSpaceError(f"unsupported observation space {space}: an image inside a "
                                         f"{type(space).__name__} (wrap the env to keep the image alone)")

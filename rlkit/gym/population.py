@@ -19,19 +19,16 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from rlkit.core.buffer import Rollout
-from rlkit.core.encoders import make_encoder
 from rlkit.core.heads import NumpyCategorical
 from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, stop_on_signals
 from rlkit.core.update import explained_variance
-from rlkit.errors import ConfigError, RlkitError, one_line
-from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import env_gives_masks, make_env
+from rlkit.errors import RlkitError, one_line
 from rlkit.gym.policies import ActResult, NumpyActor
 from rlkit.gym.stacked import MemberBatch, StackedActor, StackedLoss, StackedParameters, stacked_epochs
 from rlkit.gym.trainer import PPOTrainer, TrainResult
@@ -58,91 +55,13 @@ class PopulationInterrupted(Interrupted):
     """SIGINT or SIGTERM stopped a population: after the update in flight with every live member's
     checkpoint written (``written``), or at once, with their newest checkpoints standing."""
 
-    def __init__(self, signum: int, run_dirs: list[Path], checkpoint: Path | None, written: bool = True) -> None:
+    def __init__(self, signum: int, run_dirs: list[Path], checkpoint: Path | None, written: bool = True,
+                 failed: dict[str, str] | None = None) -> None:
         super().__init__(signum, run_dirs[0], checkpoint, written)
         self.run_dirs = run_dirs
-
-
-def check_population(cfg: TrainConfig, seeds: Sequence[int]) -> None:
-    """A one-line :class:`ConfigError` for seeds or settings a population cannot train."""
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
-        raise ConfigError(f"a population needs one or more integer seeds, got {list(seeds)!r}")
-    twice = sorted({s for s in seeds if list(seeds).count(s) > 1})
-    if twice:
-        raise ConfigError(f"seeds given twice: {twice} (each member is its own run)")
-    if cfg.resume:
-        raise ConfigError("a population resumes with resume_population(run_dirs) (rlkit train --resume DIR DIR ...)")
-    sources = [v.name for v in cfg.variants.enabled() if v.replaces_batch]
-    if sources:
-        raise ConfigError(f"a population trains on each member's latest rollout; {', '.join(sources)} chooses its "
-                          "own batches: run it one seed per process")
-    env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
-    try:
-        if make_encoder(env.observation_space).image is not None:
-            raise ConfigError(f"a population trains MLP policies; {cfg.env}'s images need one seed per process")
-        if env_gives_masks(env, cfg.env):
-            raise ConfigError(f"a population does not act with action masks yet; {cfg.env} gives them")
-    finally:
-        env.close()
-
-
-def train_population(cfg: TrainConfig, seeds: Sequence[int]) -> list[MemberOutcome]:
-    """Train ``cfg`` once per seed as one population; each member's run directory is
-    ``{run_name}__s{seed}`` under ``cfg.logdir`` (or the single run's default name)."""
-    cfg.validate()
-    check_population(cfg, seeds)
-    members: list[PPOTrainer] = []
-    rng_states = []
-    try:
-        for seed in seeds:
-            name = f"{cfg.run_name}__s{seed}" if cfg.run_name else None
-            members.append(PPOTrainer(cfg.replace(seed=seed, run_name=name)))
-            rng_states.append(torch.get_rng_state())
-    except BaseException:
-        _release(members)
-        raise
-    return Population(members, rng_states).train()
-
-
-def resume_population(run_dirs: Sequence[str], **changes: object) -> list[MemberOutcome]:
-    """Continue the members of a population (their run directories) from their newest checkpoints,
-    together; ``changes`` as :func:`rlkit.gym.trainer.resume` takes them (``total_steps``)."""
-    if len(set(map(str, run_dirs))) != len(run_dirs) or not run_dirs:
-        raise ConfigError(f"resume_population needs distinct run directories, got {list(run_dirs)!r}")
-    members: list[PPOTrainer] = []
-    rng_states = []
-    try:
-        for run_dir in run_dirs:
-            members.append(PPOTrainer(TrainConfig(resume=str(run_dir)), dict(changes)))
-            rng_states.append(torch.get_rng_state())
-        _check_resumed(members)
-    except BaseException:
-        _release(members)
-        raise
-    return Population(members, rng_states).train()
-
-
-def _check_resumed(members: list[PPOTrainer]) -> None:
-    """Resumed members must be one population: the same settings but the seed, at the same update."""
-    first = {k: v for k, v in members[0].cfg.to_dict().items() if k not in ("seed", "run_name", "resume")}
-    for m in members[1:]:
-        other = {k: v for k, v in m.cfg.to_dict().items() if k not in ("seed", "run_name", "resume")}
-        differ = sorted(k for k in first if first[k] != other.get(k))
-        if differ:
-            raise ConfigError(f"{m.run_dir} is not of the same population as {members[0].run_dir}: "
-                              f"{', '.join(differ)} differ")
-    check_population(members[0].cfg.replace(resume=None), [m.cfg.seed for m in members])
-    updates = sorted({m.progress.updates_done for m in members})
-    if len(updates) > 1:
-        raise ConfigError(f"the members' newest checkpoints are at different updates ({updates}); resume them "
-                          "one by one")
-
-
-def _release(members: list[PPOTrainer]) -> None:
-    """Close the envs and release the run directories of members built before a failure."""
-    for m in members:
-        m.abort(ConfigError("start-up failed"))
-        m.lock.release()
+        """The live members' run directories (what ``--resume DIR DIR ...`` continues)."""
+        self.failed = failed or {}
+        """Run directory -> one-line error of each member that failed before the stop."""
 
 
 def _each(calls: list[Any]) -> list[Any]:
@@ -164,13 +83,15 @@ class Population:
         self.stacked = StackedParameters([m.learner.flat for m in members], first.model)
         self.loss = StackedLoss(first.head, first.cfg.ppo)
         self.categorical = getattr(first.head, "fused_kind", None) == "categorical"
+        self.updates_done = first.progress.updates_done
+        """Updates every live member has done (they start at the same one and advance together)."""
 
     def live(self) -> list[int]:
         return [k for k in range(len(self.members)) if k not in self.failed]
 
     def _fail(self, k: int, error: BaseException) -> None:
         self.failed[k] = one_line(error)
-        log.warning("rlkit: population member seed %s failed, the others go on: %s", self.members[k].cfg.seed,
+        log.warning("population member seed %s failed, the others go on: %s", self.members[k].cfg.seed,
                     self.failed[k])
         self.members[k].abort(error)
 
@@ -201,15 +122,19 @@ class Population:
                     for k, m in enumerate(self.members)]
 
     def _run(self, loggers: list[Logger], schedule: Schedule) -> None:
-        """The run loop (:func:`rlkit.core.loop.train_steps`) for all members at once."""
-        first = self.members[0]
+        """The run loop (:func:`rlkit.core.loop.train_steps`) for all members at once. A signal
+        during start-up stops before the first update, with a checkpoint (as a single run does)."""
+        resumed_at = self.updates_done
         bar = progress_bar(len(self.members) * (schedule.progress_total or 0), "step", self.cfg.progress,
                            initial=sum(m.progress.env_steps for m in self.members))
         with stop_on_signals() as stop, contextlib.closing(bar):
             try:
-                while self.live() and first.progress.updates_done < schedule.num_updates:
-                    bar.update(self._update(loggers, schedule))
-                    scheduled = schedule.checkpoint_due(first.progress.updates_done)
+                while self.live() and self.updates_done < schedule.num_updates:
+                    if stop.signum is None:
+                        bar.update(self._update(loggers, schedule))
+                    elif self.updates_done == resumed_at > 0:  # the checkpoints resumed from hold it all
+                        raise SignalStop(stop.signum)
+                    scheduled = schedule.checkpoint_due(self.updates_done)
                     if scheduled or stop.signum is not None:
                         self._checkpoint(loggers, scheduled, stop.signum)
                 if stop.signum is not None:
@@ -220,9 +145,9 @@ class Population:
             except SignalStop as exc:
                 for k in self.live():
                     self.members[k].abort(exc)
-                newest = next(iter(checkpoint_candidates(first.run_dir)), None)
-                raise PopulationInterrupted(exc.signum, [m.run_dir for m in self.members], newest,
-                                            written=False) from None
+                live = self.live()
+                newest = next(iter(checkpoint_candidates(self.members[live[0]].run_dir)), None) if live else None
+                raise self._interrupted(exc.signum, newest, written=False) from None
             except BaseException as exc:
                 for k in self.live():
                     self.members[k].abort(exc)
@@ -230,9 +155,15 @@ class Population:
             finally:
                 stop.at_once = False
 
+    def _interrupted(self, signum: int, checkpoint: Path | None, written: bool) -> PopulationInterrupted:
+        """The stop of the live members (those a resume continues); the failed ones named apart."""
+        live = [self.members[k].run_dir for k in self.live()] or [self.members[0].run_dir]
+        failed = {str(self.members[k].run_dir): error for k, error in self.failed.items()}
+        return PopulationInterrupted(signum, live, checkpoint, written, failed)
+
     def _checkpoint(self, loggers: list[Logger], scheduled: bool, signum: int | None) -> None:
-        """Every live member's checkpoint; after a signal, stop (:class:`Interrupted`)."""
-        done = self.members[0].progress.updates_done >= self.members[0].cfg.num_updates
+        """Every live member's checkpoint; after a signal, stop (:class:`PopulationInterrupted`)."""
+        done = self.updates_done >= self.cfg.num_updates
         written = None
         for k in self.live():
             loggers[k].flush()
@@ -241,7 +172,7 @@ class Population:
             if signum is None and not done and k not in self.failed:
                 self._guard(k, self.members[k].after_checkpoint)
         if signum is not None:
-            raise PopulationInterrupted(signum, [m.run_dir for m in self.members], written)
+            raise self._interrupted(signum, written, True)
 
     def _update(self, loggers: list[Logger], schedule: Schedule) -> int:
         """One update of every live member; returns the environment steps taken."""
@@ -265,12 +196,15 @@ class Population:
         for k, (batch, result) in enumerate(zip(batches, results)):
             if batch is not None and result is not None and k not in self.failed:
                 steps += self._log(k, batch, result, seconds, loggers[k], schedule)
+        self.updates_done += 1
         return steps
 
     def _collect(self, actors: list[NumpyActor]) -> dict[int, np.ndarray]:
         """A rollout of every live member, acting for all at once; returns V of their last observations."""
         stacked = StackedActor(actors)
         for t in range(self.cfg.num_steps):
+            if not self.live():
+                return {}
             params = stacked.params(np.stack([m.obs for m in self.members]))
             for k, act in self._sample(actors, params):
                 self._guard(k, self.members[k].record_step, t, act, actors[k])

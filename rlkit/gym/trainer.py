@@ -27,7 +27,7 @@ from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupte
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
-from rlkit.errors import EnvError, NonFiniteError, one_line
+from rlkit.errors import ConfigError, EnvError, NonFiniteError, one_line
 from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
 from rlkit.gym.checkpoint import Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym
@@ -36,6 +36,7 @@ from rlkit.gym.envs import (as_observation_array, close_envs, make_vec_env, new_
                             vector_env_masks)
 from rlkit.gym.episodes import Episodes
 from rlkit.gym.policies import ActResult, NumpyActor
+from rlkit.io.checkpoint import POPULATION_MARKER, discard_unused, run_dir_of
 from rlkit.io.logger import Logger
 from rlkit.variants import build_learner, variant_fields
 from rlkit.variants.fresh import FreshRollout
@@ -96,7 +97,7 @@ class PPOTrainer:
                 env_name = re.sub(r"[^A-Za-z0-9._+=,-]", "-", cfg.env)  # module:Id and ns/Id as one plain name
                 default_name = f"{env_name}__{cfg.variant}__s{cfg.seed}__{timestamp()}"
                 self.run_dir, self.lock = early or open_run_dir(cfg.logdir, cfg.run_name, default_name, None)
-                with self.lock.released_on_error():
+                with self.lock.released_on_error(), self._discarded_on_error():
                     self.progress = load_gym(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
                     self.actor = self.model.snapshot()
                     self.prior: dict | None = None
@@ -105,6 +106,25 @@ class PPOTrainer:
             except BaseException:  # workers must not outlive a start-up that failed
                 close_envs(self.envs, cfg.env, abort=True)
                 raise
+
+    @contextlib.contextmanager
+    def _discarded_on_error(self) -> Iterator[None]:
+        """A new run whose start-up fails leaves no folder behind (nothing of it was written yet)."""
+        try:
+            yield
+        except BaseException:
+            if not self.resumed:
+                self.lock.release()
+                discard_unused(self.run_dir)
+            raise
+
+    def discard(self) -> None:
+        """Give up a new run before it trained: close its envs, release and remove its folder if
+        nothing was written there (a population whose start-up failed)."""
+        close_envs(self.envs, self.cfg.env, abort=True)
+        self.lock.release()
+        if not self.resumed:
+            discard_unused(self.run_dir)
 
     def _build(self) -> None:
         """The model, kernels, learner and buffer for ``self.cfg`` on ``self.envs``' spaces."""
@@ -332,4 +352,7 @@ def train(cfg: TrainConfig) -> TrainResult:
 def resume(run_dir: str, **changes: object) -> TrainResult:
     """Continue a run from its newest valid checkpoint, e.g. ``resume(path, total_steps=2_000_000)``
     to extend it; only the :data:`rlkit.gym.checkpoint.RESUMABLE` fields may change."""
+    if (run_dir_of(run_dir) / POPULATION_MARKER).is_file():
+        raise ConfigError(f"{run_dir} was trained in a population: continue it with rlkit.resume_population([...]) "
+                          "(alone, as a population of one), which keeps its numbers")
     return PPOTrainer(TrainConfig(resume=str(run_dir)), changes).train()

@@ -8,6 +8,7 @@ evaluated on the game score over whole games). The stack's name is kept in the r
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -15,6 +16,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.errors import ConfigError
+
+log = logging.getLogger("rlkit")
 
 
 @dataclass(frozen=True)
@@ -156,11 +159,24 @@ register_wrappers("atari", WrapperStack(
 def _minigrid(env: gym.Env) -> gym.Env:
     """MiniGrid's partial 7x7 view of (object, colour, state) indices, flattened to 147 numbers for
     an MLP: what the RL Baselines3 Zoo's MiniGrid agents read (its ``FlatObsWrapper``) without the
-    mission string, which is one fixed sentence per task (Chevalier-Boisvert et al. 2023). The
-    agent's direction is dropped, as there."""
+    mission string, which is one fixed sentence per MiniGrid task (Chevalier-Boisvert et al. 2023).
+    The agent's direction is dropped, as there. BabyAI's missions change every episode: without
+    them its goals cannot be known, which a warning says."""
     from minigrid.wrappers import ImgObsWrapper
 
+    space = env.observation_space
+    if not (isinstance(space, gym.spaces.Dict) and "image" in space.spaces):
+        raise ConfigError(f"the minigrid wrapper stack needs a MiniGrid env (a Dict observation with an 'image'); "
+                          f"this env's observation space is {space}")
+    env_id = env.spec.id if env.spec is not None else ""
+    if env_id.startswith("BabyAI-") and env_id not in _WARNED:
+        _WARNED.add(env_id)
+        log.warning("the minigrid wrapper stack drops the mission; %s's missions change every episode, so a "
+                    "policy trained on it cannot know its goal", env_id)
     return gym.wrappers.FlattenObservation(ImgObsWrapper(env))
+
+
+_WARNED: set[str] = set()
 
 
 register_wrappers("minigrid", WrapperStack(train=_minigrid, evaluate=_minigrid))

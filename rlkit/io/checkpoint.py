@@ -100,6 +100,23 @@ def new_run_dir(logdir: str | Path, name: str, numbered: bool = False) -> Path:
     raise AssertionError("unreachable")
 
 
+POPULATION_MARKER = "population.json"
+"""In a run directory trained as a member of a population: that population's seeds and run directories."""
+
+
+def discard_unused(run_dir: Path) -> None:
+    """Remove ``run_dir`` if it holds nothing but its lock file: a new run whose start-up failed
+    before it wrote anything (so its name can be used again)."""
+    from rlkit.io.lock import RUN_LOCK
+
+    try:
+        if {p.name for p in run_dir.iterdir()} <= {RUN_LOCK}:
+            (run_dir / RUN_LOCK).unlink(missing_ok=True)
+            run_dir.rmdir()
+    except OSError:
+        pass  # written meanwhile, or not ours to remove: it stays
+
+
 def run_dir_of(path: str | Path) -> Path:
     """``RUN_DIR`` from a run directory, its ``checkpoints`` folder or one checkpoint folder (a path
     that does not resolve, e.g. a symlink loop, is a one-line :class:`CheckpointError`)."""

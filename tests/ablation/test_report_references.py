@@ -19,3 +19,9 @@ def test_the_random_score_is_measured_under_the_runs_wrapper_stack(monkeypatch):
     refs = references(scores, {}, {"CartPole-v1": {}}, {"CartPole-v1": "tenfold"})
     assert refs["CartPole-v1"]["random"] == random_return("CartPole-v1", wrappers="tenfold")
     assert references(scores, {})["CartPole-v1"]["random"] == random_return("CartPole-v1")
+
+
+def test_on_a_masked_env_the_random_score_chooses_among_the_allowed_actions():
+    """Uniform over all 64 actions nearly always picks a forbidden one (-1 at once); an agent never can."""
+    masked = random_return("rlkit/InvalidActions-v0", episodes=5, env_kwargs={"n": 64, "valid": 4})
+    assert 25 / 4 - 3 < masked < 25 / 4 + 3

@@ -55,6 +55,9 @@ def test_sweep_specs_take_a_table_per_env_and_refuse_mixed_ones():
     assert spec.env_options() == {"FrozenLake-v1": {"is_slippery": False}}
     with pytest.raises(ConfigError, match="env_kwargs differ"):
         expand({**base, "variants": {"ppo": {}, "b": {"env_kwargs": NOT_SLIPPERY}}}, "spec.toml")
+    with pytest.raises(ConfigError, match="env_wrappers differ"):  # the report plays one env per id too
+        expand({**base, "envs": ["MiniGrid-Empty-5x5-v0"], "env_wrappers": "minigrid",
+                "variants": {"ppo": {}, "b": {"env_wrappers": ""}}}, "spec.toml")
 
 
 def test_a_missing_optional_dependency_names_the_extra(logdir):

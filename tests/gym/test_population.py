@@ -10,7 +10,8 @@ import torch
 
 import rlkit
 from rlkit.errors import ConfigError
-from rlkit.gym.population import PopulationInterrupted, resume_population, train_population
+from rlkit.gym.population import PopulationInterrupted
+from rlkit.gym.population_start import resume_population, train_population
 from tests.robustness.helpers import run_cli
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, assert_trained_from, final_tensors
 
@@ -50,24 +51,65 @@ def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extr
 @pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0"])
 def test_a_failing_member_is_recorded_and_the_others_finish(tmp_path, env):
     alone = train_population(_cfg(tmp_path, "alone", env=env, total_steps=1024), [1])
-    outcomes = train_population(_cfg(tmp_path, "pop", env=env, total_steps=1024), [1, 100])
-    ok, bad = outcomes
+    bad, ok = train_population(_cfg(tmp_path, "pop", env=env, total_steps=1024), [100, 1])  # the first fails
     assert ok.error is None and ok.result.updates == 4 and (tmp_path / "pop__s1" / "result.json").is_file()
     assert bad.result is None and bad.error and "\n" not in bad.error
     assert not (tmp_path / "pop__s100" / "result.json").exists()
     assert_same_bits(final_tensors(alone[0].run_dir), final_tensors(ok.run_dir))
+    (only,) = train_population(_cfg(tmp_path, "all", env=env, total_steps=1024), [100])  # nobody left
+    assert only.error and only.result is None
 
 
 def test_a_killed_population_resumes_every_member_bit_identically(tmp_path, monkeypatch):
     whole = train_population(_cfg(tmp_path, "whole"), [1, 2])
+    for name in ("cut", "alone"):
+        with monkeypatch.context() as m:
+            _stop_after_update(m, 3)
+            with pytest.raises(PopulationInterrupted):
+                train_population(_cfg(tmp_path, name), [1, 2])
+    together = resume_population([tmp_path / "cut__s1", tmp_path / "cut__s2"])
+    one_by_one = [resume_population([tmp_path / f"alone__s{s}"])[0] for s in (1, 2)]  # a population of one each
+    for w, r, a in zip(whole, together, one_by_one):
+        assert_same_bits(final_tensors(w.run_dir), final_tensors(r.run_dir))
+        assert_same_bits(final_tensors(w.run_dir), final_tensors(a.run_dir))
+        assert w.result.eval_history == r.result.eval_history == a.result.eval_history
+    with pytest.raises(ConfigError, match="resume_population"):  # the single-run path would change its numbers
+        rlkit.gym.trainer.resume(str(tmp_path / "whole__s1"))
+
+
+def test_a_stop_with_a_failed_member_resumes_the_others(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         _stop_after_update(m, 3)
-        with pytest.raises(PopulationInterrupted):
-            train_population(_cfg(tmp_path, "cut"), [1, 2])
-    resumed = resume_population([tmp_path / "cut__s1", tmp_path / "cut__s2"])
-    for w, r in zip(whole, resumed):
-        assert_same_bits(final_tensors(w.run_dir), final_tensors(r.run_dir))
-        assert w.result.eval_history == r.result.eval_history
+        with pytest.raises(PopulationInterrupted) as stop:
+            train_population(_cfg(tmp_path, "p", env="rlkit-test/RaisesForSeed100-v0"), [1, 100])
+    assert [p.name for p in stop.value.run_dirs] == ["p__s1"] and list(stop.value.failed) == [str(tmp_path / "p__s100")]
+    (done,) = resume_population(stop.value.run_dirs)
+    assert done.error is None and done.result.updates == 8
+
+
+@pytest.mark.parametrize("seeds, match", [(np.array([3, 4]), None), ((s for s in (3, 4)), None),
+                                          (3, "list of integer seeds"), ([3, 2**32], "seed must be"),
+                                          ([3, True], "integers"), (range(5000), "1 to 4096")])
+def test_seeds_any_iterable_of_integers_anything_else_refused_before_a_folder_is_made(tmp_path, seeds, match):
+    cfg = _cfg(tmp_path, "s", total_steps=256, eval_episodes=0)
+    if match is None:
+        assert [o.seed for o in train_population(cfg, seeds)] == [3, 4]
+        return
+    with pytest.raises(ConfigError, match=match):
+        train_population(cfg, seeds)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_taken_member_name_is_refused_before_any_member_is_made(tmp_path):
+    (tmp_path / "r__s3").mkdir()
+    (tmp_path / "r__s3" / "keep.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="already exists"):
+        train_population(_cfg(tmp_path, "r"), [1, 3])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r__s3"] and (tmp_path / "r__s3" / "keep.txt").read_text() == "mine"
+    with pytest.raises(ConfigError, match="given twice"):
+        resume_population([tmp_path / "r__s3", str(tmp_path / "r__s3") + "/"])
+    with pytest.raises(ConfigError, match="list of run directories"):
+        resume_population(str(tmp_path / "r__s3"))
 
 
 def test_each_member_is_a_single_run_for_eval_and_the_cli(tmp_path):
@@ -83,11 +125,14 @@ def test_each_member_is_a_single_run_for_eval_and_the_cli(tmp_path):
     assert loaded.seed == 7 and agent.act(np.zeros(4, np.float32)).shape == ()
     ev = run_cli("eval", str(tmp_path / "p__s7"), "--episodes", "2")
     assert ev.returncode == 0, ev.stderr[-2000:]
+    more = run_cli("train", "--resume", str(tmp_path / "p__s8"), "--total-steps", "2048")  # alone: a population of one
+    assert more.returncode == 0, more.stderr[-2000:]
+    assert [json.loads(x)["updates"] for x in more.stdout.splitlines() if x.startswith("{")] == [8]
 
 
 @pytest.mark.parametrize("seeds, kw, match", [
     ([1, 1], {}, "given twice"),
-    ([], {}, "one or more"),
+    ([], {}, "1 to 4096"),
     ([1, 2], {"hp3o": True}, "its own batches"),
     ([1, 2], {"env": "rlkit-test/ImageObs-v0"}, "images"),
     ([1, 2], {"env": "rlkit-test/MaskedFatal-v0"}, "masks"),
