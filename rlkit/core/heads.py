@@ -127,14 +127,27 @@ class CategoricalHead(nn.Module):
 class NumpyCategorical:
     """Inverse-CDF sampling of one categorical per row of logits ``[N, k]``."""
 
+    def __init__(self) -> None:
+        self._rows = np.arange(0)
+
     def sample(self, out: np.ndarray, rng: np.random.Generator) -> NumpySample:
-        # One uniform per row, drawn before anything else (so a caller may draw it for many rows).
-        return self.sample_from_uniforms(out, rng.random(len(out), dtype=np.float32))
+        z = out - out.max(-1, keepdims=True)
+        cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
+        total = cdf[:, -1]
+        # Inverse-CDF sampling: one uniform per row (clamped against float rounding at the top).
+        u = rng.random(len(out), dtype=np.float32)
+        u *= total
+        actions = (u[:, None] >= cdf).sum(-1)
+        np.minimum(actions, out.shape[1] - 1, out=actions)
+        if len(self._rows) != len(out):
+            self._rows = np.arange(len(out))
+        return NumpySample(actions, z[self._rows, actions] - np.log(total))
 
     @staticmethod
     def sample_from_uniforms(out: np.ndarray, u: np.ndarray) -> NumpySample:
         """Rows of logits ``[..., N, k]`` with one uniform each ``[..., N]`` in ``[0, 1)`` (modified
-        in place): the same samples ``sample`` draws from those uniforms, for any leading axes."""
+        in place): the samples ``sample`` draws from those uniforms (the same numbers, tested), for
+        any leading axes (a population's members)."""
         z = out - out.max(-1, keepdims=True)
         cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
         total = cdf[..., -1]

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, NamedTuple, Protocol
 
 import torch
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
@@ -101,12 +100,9 @@ PROMPT_STREAM_STRIDE = 100_003
 
 
 def seed_and_threads(seed: int, threads: int) -> None:
-    """Torch's global seed and intra-op thread count for this run, and as many BLAS threads for
-    numpy (acting and rollout values run in numpy: OpenBLAS's default of one thread per core
-    collapses when another process holds a core, as torch's OpenMP threads do)."""
+    """Torch's global seed and intra-op thread count for this run."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    threadpool_limits(threads, user_api="blas")
 
 
 class RunDir(NamedTuple):

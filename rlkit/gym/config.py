@@ -81,7 +81,7 @@ class TrainConfig(ComposedConfig):
     device: str = "auto"
     """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
     torch_threads: int = 1
-    """Torch intra-op threads, and numpy's BLAS threads (1 is fastest beside env workers on small machines)."""
+    """Torch intra-op threads (1 is fastest beside env workers on small machines)."""
     progress: bool = True
     """Show a progress bar when stderr is a terminal."""
 

@@ -88,3 +88,15 @@ def test_stacked_linear_gives_each_member_the_same_bits_whatever_the_population(
         grads1 = torch.autograd.grad(y1, one, g[:1])
         assert torch.equal(y3[0], y1[0]) and all(torch.equal(p[0], q[0]) for p, q in zip(grads3, grads1))
         assert torch.allclose(y3, torch.baddbmm(b, x, w.transpose(1, 2)), atol=1e-5)
+
+
+def test_sampling_from_uniforms_draws_what_the_numpy_sampler_draws():
+    from rlkit.core.heads import NumpyCategorical
+
+    logits = np.random.default_rng(1).standard_normal((3, 7, 5)).astype(np.float32)
+    rngs = [np.random.default_rng(s) for s in range(3)]
+    twins = [np.random.default_rng(s) for s in range(3)]
+    many = NumpyCategorical.sample_from_uniforms(logits, np.stack([r.random(7, dtype=np.float32) for r in rngs]))
+    for k in range(3):
+        one = NumpyCategorical().sample(logits[k], twins[k])
+        assert np.array_equal(one.actions, many.actions[k]) and np.array_equal(one.log_probs, many.log_probs[k])
