@@ -288,12 +288,19 @@ def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logg
             bar.close()
 
 
+def set_learning_rate(learner: Learner, schedule: Schedule, updates_done: int) -> float:
+    """Before an update: the schedule's learning rate into the optimizer, its annealing fraction
+    to the learner's hooks; returns the rate."""
+    lr = schedule.lr(updates_done)
+    learner.optimizer.param_groups[0]["lr"] = lr
+    learner.schedule(lr / schedule.learning_rate)
+    return lr
+
+
 def _update(steps: Steps, learner: Learner, progress: Progress, logger: Logger, schedule: Schedule,
             bar: tqdm) -> None:
     start = time.perf_counter()
-    lr = schedule.lr(progress.updates_done)
-    learner.optimizer.param_groups[0]["lr"] = lr
-    learner.schedule(lr / schedule.learning_rate)
+    lr = set_learning_rate(learner, schedule, progress.updates_done)
     stats, units, postfix = steps.iterate()
     seconds = time.perf_counter() - start
     progress.updates_done += 1

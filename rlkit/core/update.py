@@ -47,12 +47,20 @@ def ppo_epochs(epoch_minibatches: Callable[[], Iterable[MB]],
         kl = ratio_stats(torch.cat(log_ratios), hp.clip_coef)
         if hp.target_kl is not None and kl.approx_kl.item() > hp.target_kl:
             break  # early stop on the epoch's approx_kl (over all its minibatches)
-    mean = torch.stack(losses).view(-1, 5).mean(0).float().cpu()
+    return loss_scalars(torch.stack(losses).view(-1, 5), kl.approx_kl, kl.clipfrac, epochs, update_number)
+
+
+def loss_scalars(steps: torch.Tensor, approx_kl: torch.Tensor, clipfrac: torch.Tensor, epochs: int,
+                 update_number: int) -> dict[str, float]:
+    """The ``losses/`` scalars of an update from ``steps [S, 5]`` (loss, policy loss, value loss,
+    entropy and grad norm of each minibatch step; averaged) and the last epoch's approx_kl and
+    clipfrac; a non-finite mean is a :class:`NonFiniteError`."""
+    mean = steps.mean(0).float().cpu()
     if not torch.isfinite(mean).all():
         raise NonFiniteError(f"non-finite loss during update {update_number}")
     names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
     stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
-    stats["losses/approx_kl"], stats["losses/clipfrac"] = float(kl.approx_kl), float(kl.clipfrac)
+    stats["losses/approx_kl"], stats["losses/clipfrac"] = float(approx_kl), float(clipfrac)
     stats["losses/epochs"] = float(epochs)
     return stats
 

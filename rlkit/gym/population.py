@@ -26,7 +26,7 @@ import torch
 
 from rlkit.core.buffer import Rollout
 from rlkit.core.heads import NumpyCategorical
-from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, stop_on_signals
+from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, set_learning_rate, stop_on_signals
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
 from rlkit.gym.policies import ActResult, NumpyActor
@@ -178,9 +178,7 @@ class Population:
         """One update of every live member; returns the environment steps taken."""
         start = time.perf_counter()
         for k in self.live():
-            learner, lr = self.members[k].learner, schedule.lr(self.members[k].progress.updates_done)
-            learner.optimizer.param_groups[0]["lr"] = lr
-            learner.schedule(lr / schedule.learning_rate)
+            set_learning_rate(self.members[k].learner, schedule, self.members[k].progress.updates_done)
         actors = [m.model.snapshot() for m in self.members]
         last = self._collect(actors)
         batches: list[MemberBatch | None] = [None] * len(self.members)
@@ -203,19 +201,20 @@ class Population:
         """A rollout of every live member, acting for all at once; returns V of their last observations."""
         stacked = StackedActor(actors)
         for t in range(self.cfg.num_steps):
-            if not self.live():
+            live = self.live()
+            if not live:
                 return {}
             params = stacked.params(np.stack([m.obs for m in self.members]))
-            for k, act in self._sample(actors, params):
+            for k, act in self._sample(actors, params, live):
                 self._guard(k, self.members[k].record_step, t, act, actors[k])
         last = {k: self._guard(k, self.members[k].end_rollout, actors[k]) for k in self.live()}
         return {k: v for k, v in last.items() if v is not None}
 
-    def _sample(self, actors: list[NumpyActor], params: np.ndarray) -> list[tuple[int, ActResult]]:
-        """Every live member's actions from its ``params`` row, drawn from its own random stream. A
-        head of softmax logits (``fused_kind == "categorical"``) samples all members in one pass
-        from their uniforms (drawn as its sampler draws them); any other, member by member."""
-        live, rngs = self.live(), [m.learner.rng for m in self.members]
+    def _sample(self, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> list[tuple[int, ActResult]]:
+        """The ``live`` members' actions from their ``params`` rows, each drawn from its own random
+        stream. A head of softmax logits (``fused_kind == "categorical"``) samples all members in one
+        pass from their uniforms (drawn as its sampler draws them); any other, member by member."""
+        rngs = [m.learner.rng for m in self.members]
         if self.categorical:
             u = np.stack([rngs[k].random(params.shape[1], dtype=np.float32) for k in live])
             drawn = NumpyCategorical.sample_from_uniforms(params[live], u)

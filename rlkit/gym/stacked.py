@@ -26,7 +26,7 @@ from rlkit.core.config import PPOConfig
 from rlkit.core.heads import PolicyHead
 from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
-from rlkit.errors import NonFiniteError
+from rlkit.core.update import loss_scalars
 from rlkit.gym.policies import MLPActorCritic, NumpyActor
 
 
@@ -203,15 +203,8 @@ class MemberStats(NamedTuple):
     epochs: int
 
     def scalars(self, update_number: int) -> dict[str, float]:
-        """The ``losses/`` scalars a single run logs (:func:`rlkit.core.update.ppo_epochs`'s)."""
-        mean = self.steps.mean(0)
-        if not torch.isfinite(mean).all():
-            raise NonFiniteError(f"non-finite loss during update {update_number}")
-        names = ("loss", "policy_loss", "value_loss", "entropy", "grad_norm")
-        stats = {f"losses/{k}": float(v) for k, v in zip(names, mean)}
-        stats["losses/approx_kl"], stats["losses/clipfrac"] = float(self.approx_kl), float(self.clipfrac)
-        stats["losses/epochs"] = float(self.epochs)
-        return stats
+        """The ``losses/`` scalars a single run logs (:func:`rlkit.core.update.loss_scalars`)."""
+        return loss_scalars(self.steps, self.approx_kl, self.clipfrac, self.epochs, update_number)
 
 
 def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: list[MemberBatch | None],
