@@ -56,9 +56,22 @@ class RolloutBuffer:
         self.terminated = torch.zeros(t, n, dtype=torch.bool)
         self.dones = torch.zeros(t, n, dtype=torch.bool)
         # numpy views share memory with the tensors: writes in the rollout loop are free of torch dispatch.
-        self.np = {k: getattr(self, k).numpy() for k in
-                   ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards", "final_values", "final_obs",
-                    "terminated", "dones")}
+        self.np = {k: getattr(self, k).numpy() for k in self.FIELDS}
+
+    FIELDS = ("obs", "actions", "log_probs", "values", "rewards", "raw_rewards", "final_values", "final_obs",
+              "terminated", "dones")
+    """The stored ``[T, N, ...]`` fields."""
+
+    def place_in(self, arrays: dict[str, np.ndarray]) -> None:
+        """Store the fields in ``arrays`` (contiguous ``[T, N, ...]`` arrays of the fields' shapes and
+        dtypes, e.g. one member's row of a population's ``[K, T, N, ...]`` storage) from now on."""
+        for key in self.FIELDS:
+            array = arrays[key]
+            if array.shape != self.np[key].shape or array.dtype != self.np[key].dtype or not array.flags.c_contiguous:
+                raise ValueError(f"{key}: {array.shape} {array.dtype} for {self.np[key].shape} {self.np[key].dtype}")
+            array[...] = self.np[key]
+            setattr(self, key, torch.from_numpy(array))
+            self.np[key] = array
 
     def add_action(self, t: int, obs: np.ndarray, actions: np.ndarray, log_probs: np.ndarray,
                    values: np.ndarray | None) -> None:
@@ -108,6 +121,16 @@ class RolloutBuffer:
         b = self.num_steps * self.num_envs
         return Batch(self.obs.reshape(b, self.obs_dim), self.actions.reshape(b, *self.action_shape), self.log_probs.reshape(b),
                      gae.advantages.reshape(b), gae.returns.reshape(b), self.values.reshape(b))
+
+
+def stack_buffers(buffers: list[RolloutBuffer]) -> dict[str, np.ndarray]:
+    """One ``[K, T, N, ...]`` array per field holding the ``K`` buffers' storage (buffer ``k``'s
+    fields become row ``k``), for writing a step of all of them at once."""
+    first = buffers[0].np
+    arrays = {key: np.zeros((len(buffers), *first[key].shape), first[key].dtype) for key in RolloutBuffer.FIELDS}
+    for k, buffer in enumerate(buffers):
+        buffer.place_in({key: array[k] for key, array in arrays.items()})
+    return arrays
 
 
 class FullBatch:

@@ -18,31 +18,60 @@ from typing import Any, Iterator
 import gymnasium as gym
 import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
+from gymnasium.utils import seeding
 
 from rlkit.errors import ConfigError, EnvError
 
 class CartPoleSameStep(gym.vector.VectorEnv):
-    """Gymnasium's :class:`CartPoleVectorEnv` in SAME_STEP mode.
+    """Gymnasium's :class:`CartPoleVectorEnv` in SAME_STEP mode, its sub-envs in ``groups`` equal
+    groups (a population's members), each with its own reset generator.
 
     ``step(actions [N])`` returns ``(obs [N, 4] float32, rewards [N] float64, terminated [N],
     truncated [N], info)`` with the semantics of :class:`rlkit.gym.vector.SameStepEnvs`: a
     sub-env whose episode ends is reset in the same step (its new state drawn as
-    ``CartPoleVectorEnv`` draws it, from the env's own generator), ``info["final_obs"][i]`` holds
+    ``CartPoleVectorEnv`` draws it, from its group's generator), ``info["final_obs"][i]`` holds
     its last observation and ``info["_final_obs"]`` marks the ended ones. Terminations (the pole
-    fell, the cart left the track) and truncations (the time limit) stay apart."""
+    fell, the cart left the track) and truncations (the time limit) stay apart. A group's draws
+    depend on its own sub-envs alone, so group ``g`` seeded ``s`` (:meth:`reset_group`) repeats
+    the env of one group reset with seed ``s``, whatever the other groups do."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
 
-    def __init__(self, inner: CartPoleVectorEnv) -> None:
+    def __init__(self, inner: CartPoleVectorEnv, groups: int = 1) -> None:
         self.inner = inner
         self.num_envs = inner.num_envs
         self.single_observation_space, self.single_action_space = inner.single_observation_space, inner.single_action_space
         self.observation_space, self.action_space = inner.observation_space, inner.action_space
         self.spec = inner.spec
+        if groups < 1 or inner.num_envs % groups:
+            raise ValueError(f"{inner.num_envs} sub-envs do not split into {groups} groups")
+        self.group_size = inner.num_envs // groups
+        self.generators: list[np.random.Generator | None] = [None] * groups
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        obs, info = self.inner.reset(seed=seed, options=options)
-        return np.ascontiguousarray(obs), info
+        """Every sub-env (one group: as ``CartPoleVectorEnv.reset``; several: group ``g`` seeded
+        ``seed + g``)."""
+        if len(self.generators) == 1:
+            obs, info = self.inner.reset(seed=seed, options=options)
+            self.generators[0] = self.inner.np_random
+            return np.ascontiguousarray(obs), info
+        for g in range(len(self.generators)):
+            self.reset_group(g, None if seed is None else seed + g)
+        return np.ascontiguousarray(self.inner.state.T.astype(np.float32)), {}
+
+    def reset_group(self, group: int, seed: int | None) -> np.ndarray:
+        """Reset group ``group``'s sub-envs with a generator seeded ``seed`` (as
+        ``CartPoleVectorEnv.reset(seed=seed)`` draws); returns their ``[n, 4]`` observations."""
+        inner, n = self.inner, self.group_size
+        if inner.state is None:
+            inner.reset()
+        rng, _ = seeding.np_random(seed)
+        self.generators[group] = rng
+        cols = slice(group * n, (group + 1) * n)
+        inner.state[:, cols] = rng.uniform(low=inner.low, high=inner.high, size=(4, n))
+        inner.steps[cols] = 0
+        inner.prev_done[cols] = False
+        return inner.state[:, cols].T.astype(np.float32)
 
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         inner = self.inner
@@ -51,19 +80,29 @@ class CartPoleSameStep(gym.vector.VectorEnv):
         info: dict[str, Any] = {}
         if done.any():
             info = _final_obs(obs, done)
-            inner.state[:, done] = inner.np_random.uniform(low=inner.low, high=inner.high, size=(4, int(done.sum())))
+            n = self.group_size
+            for g in np.unique(np.flatnonzero(done) // n):
+                ids = g * n + np.flatnonzero(done[g * n:(g + 1) * n])
+                inner.state[:, ids] = self._generator(g).uniform(low=inner.low, high=inner.high, size=(4, len(ids)))
             inner.steps[done] = 0
             inner.prev_done[:] = False  # reset here, not on the next step
             obs[done] = inner.state[:, done].T.astype(np.float32)
         return obs, reward.astype(np.float64), terminated, truncated, info
 
+    def _generator(self, group: int) -> np.random.Generator:
+        rng = self.generators[group]
+        if rng is None:  # stepped before any seeded reset: an unseeded generator, as Gymnasium's
+            rng = self.generators[group] = seeding.np_random()[0]
+        return rng
+
     def close_extras(self, **kwargs: Any) -> None:
         self.inner.close()
 
 
-def make_vector_backend(env_id: str, num_envs: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
-    """``num_envs`` copies of ``env_id`` as its own vectorized implementation in SAME_STEP mode;
-    an id without one rlkit can adapt is a one-line :class:`ConfigError`."""
+def make_vector_backend(env_id: str, num_envs: int, env_kwargs: dict[str, Any], groups: int = 1) -> CartPoleSameStep:
+    """``num_envs`` copies of ``env_id`` as its own vectorized implementation in SAME_STEP mode, in
+    ``groups`` groups with their own reset generators; an id without one rlkit can adapt is a
+    one-line :class:`ConfigError`."""
     spec = gym.spec(env_id)
     if spec.vector_entry_point is None:
         raise ConfigError(f"--env-backend vector: {env_id} has no vectorized implementation in Gymnasium "
@@ -73,7 +112,7 @@ def make_vector_backend(env_id: str, num_envs: int, env_kwargs: dict[str, Any]) 
         envs.close()
         raise ConfigError(f"--env-backend vector: rlkit adapts CartPole's vectorized implementation to resets in "
                           f"the same step, not {env_id}'s (use --env-backend gymnasium)")
-    return CartPoleSameStep(envs)
+    return CartPoleSameStep(envs, groups)
 
 
 def _final_obs(obs: np.ndarray, done: np.ndarray) -> dict[str, Any]:

@@ -21,16 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from rlkit.core.buffer import Rollout
-from rlkit.core.heads import NumpyCategorical
 from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, set_learning_rate, stop_on_signals
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
-from rlkit.gym.policies import ActResult, NumpyActor
-from rlkit.gym.stacked import MemberBatch, StackedActor, StackedLoss, StackedParameters, stacked_epochs
+from rlkit.gym.population_rollout import StackedRollout
+from rlkit.gym.stacked import MemberBatch, StackedLoss, StackedParameters, stacked_epochs
 from rlkit.gym.trainer import PPOTrainer, TrainResult
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
@@ -82,7 +80,7 @@ class Population:
         self.cfg = first.cfg
         self.stacked = StackedParameters([m.learner.flat for m in members], first.model)
         self.loss = StackedLoss(first.head, first.cfg.ppo)
-        self.categorical = getattr(first.head, "fused_kind", None) == "categorical"
+        self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done
         """Updates every live member has done (they start at the same one and advance together)."""
 
@@ -115,6 +113,7 @@ class Population:
             try:
                 self._run(loggers, specs[0].schedule)
             finally:
+                self.rollout.close()
                 for logger in loggers:
                     logger.close()
             return [MemberOutcome(m.cfg.seed, str(m.run_dir), error=self.failed[k]) if k in self.failed
@@ -180,7 +179,7 @@ class Population:
         for k in self.live():
             set_learning_rate(self.members[k].learner, schedule, self.members[k].progress.updates_done)
         actors = [m.model.snapshot() for m in self.members]
-        last = self._collect(actors)
+        last = self.rollout.collect(actors)
         batches: list[MemberBatch | None] = [None] * len(self.members)
         for k, values in last.items():
             m = self.members[k]
@@ -196,31 +195,6 @@ class Population:
                 steps += self._log(k, batch, result, seconds, loggers[k], schedule)
         self.updates_done += 1
         return steps
-
-    def _collect(self, actors: list[NumpyActor]) -> dict[int, np.ndarray]:
-        """A rollout of every live member, acting for all at once; returns V of their last observations."""
-        stacked = StackedActor(actors)
-        for t in range(self.cfg.num_steps):
-            live = self.live()
-            if not live:
-                return {}
-            params = stacked.params(np.stack([m.obs for m in self.members]))
-            for k, act in self._sample(actors, params, live):
-                self._guard(k, self.members[k].record_step, t, act, actors[k])
-        last = {k: self._guard(k, self.members[k].end_rollout, actors[k]) for k in self.live()}
-        return {k: v for k, v in last.items() if v is not None}
-
-    def _sample(self, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> list[tuple[int, ActResult]]:
-        """The ``live`` members' actions from their ``params`` rows, each drawn from its own random
-        stream. A head of softmax logits (``fused_kind == "categorical"``) samples all members in one
-        pass from their uniforms (drawn as its sampler draws them); any other, member by member."""
-        rngs = [m.learner.rng for m in self.members]
-        if self.categorical:
-            u = np.stack([rngs[k].random(params.shape[1], dtype=np.float32) for k in live])
-            drawn = NumpyCategorical.sample_from_uniforms(params[live], u)
-            return [(k, ActResult(drawn.actions[i], drawn.log_probs[i], None)) for i, k in enumerate(live)]
-        samples = [(k, actors[k].sampler.sample(params[k], rngs[k])) for k in live]
-        return [(k, ActResult(s.actions, s.log_probs, None)) for k, s in samples]
 
     def _log(self, k: int, batch: MemberBatch, result: Any, seconds: float, logger: Logger,
              schedule: Schedule) -> int:

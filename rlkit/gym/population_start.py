@@ -88,10 +88,11 @@ def train_population(cfg: TrainConfig, seeds: Iterable[int]) -> list[MemberOutco
     check_population(cfg)
     configs = member_configs(cfg, seeds)
     members, rng_states = _build(lambda c: PPOTrainer(c), configs)
+    population = _population(members, rng_states)
     dirs = [str(m.run_dir) for m in members]
     for m in members:
         write_json(m.run_dir / MARKER, {"seeds": seeds, "run_dirs": dirs})
-    return Population(members, rng_states).train()
+    return population.train()
 
 
 def resume_population(run_dirs: Iterable[str | Path], **changes: object) -> list[MemberOutcome]:
@@ -112,7 +113,7 @@ def resume_population(run_dirs: Iterable[str | Path], **changes: object) -> list
         for m in members:
             m.discard()
         raise
-    return Population(members, rng_states).train()
+    return _population(members, rng_states).train()
 
 
 def _build(make: Any, items: list[Any]) -> tuple[list[PPOTrainer], list[torch.Tensor]]:
@@ -129,6 +130,16 @@ def _build(make: Any, items: list[Any]) -> tuple[list[PPOTrainer], list[torch.Te
             m.discard()
         raise
     return members, rng_states
+
+
+def _population(members: list[PPOTrainer], rng_states: list[torch.Tensor]) -> Population:
+    """The members as one population; if that fails (its shared envs), they are given up."""
+    try:
+        return Population(members, rng_states)
+    except BaseException:
+        for m in members:
+            m.discard()
+        raise
 
 
 def _check_resumed(members: list[PPOTrainer]) -> None:

@@ -12,6 +12,7 @@ so a member's numbers do not depend on who else is in the population.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,6 +28,7 @@ from rlkit.core.heads import PolicyHead
 from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import loss_scalars
+from rlkit.fast.adam import step_together
 from rlkit.gym.policies import MLPActorCritic, NumpyActor
 
 
@@ -60,34 +62,50 @@ def stacked_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) ->
 
 
 class StackedParameters:
-    """``theta [K, P]`` (a leaf whose ``.grad`` is ``[K, P]``) holding every member's parameters;
-    ``forward`` runs all members on their own observations at once."""
+    """``theta [K, P]`` holding every member's parameters (and ``theta.grad [K, P]`` their
+    gradients); ``forward`` runs all members on their own observations at once.
+
+    The forward reads each layer's weight and bias as a leaf ``[K, ...]`` tensor that is a view of
+    ``theta`` with its ``.grad`` a view of ``theta.grad``: backward accumulates into ``theta.grad``
+    in place, with no full-size zero tensor per slice (as indexing ``theta`` inside the graph
+    would build)."""
 
     def __init__(self, flats: list[FlatParameters], model: MLPActorCritic) -> None:
         sizes = {f.data.numel() for f in flats}
         if len(sizes) != 1:
             raise ValueError(f"members' parameter vectors differ in size: {sorted(sizes)}")
-        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, device=flats[0].data.device,
-                                 requires_grad=True)
+        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, device=flats[0].data.device)
         self.theta.grad = torch.zeros_like(self.theta)
         for k, flat in enumerate(flats):
-            flat.move_to(self.theta.data[k], self.theta.grad[k])
+            flat.move_to(self.theta[k], self.theta.grad[k])
         index = {id(p): i for i, p in enumerate(model.ordered_parameters())}
-        self.actor = _layers(model.actor, flats[0], index)
-        self.critic = _layers(model.critic, flats[0], index)
-        self.head_params = {name: (flats[0].slices[index[id(p)]], tuple(p.shape))
-                            for name, p in model.head.named_parameters()}
-        """The head's own parameters (a Gaussian's log-std): name -> (slice, shape)."""
+        self.actor = [self._layer(layer) for layer in _layers(model.actor, flats[0], index)]
+        self.critic = [self._layer(layer) for layer in _layers(model.critic, flats[0], index)]
+        self.heads = {f"head.{name}": self._leaf(flats[0].slices[index[id(p)]], tuple(p.shape))
+                      for name, p in model.head.named_parameters()}
+        """The head's own parameters (a Gaussian's log-std), ``[K, *shape]`` leaves."""
+
+    def _leaf(self, part: slice, shape: tuple[int, ...]) -> torch.Tensor:
+        k = self.size
+        leaf = self.theta[:, part].view(k, *shape).requires_grad_()
+        leaf.grad = self.theta.grad[:, part].view(k, *shape)  # type: ignore[index]
+        return leaf
+
+    def _layer(self, layer: Layer) -> tuple[torch.Tensor, torch.Tensor]:
+        out, inp = layer.shape
+        return self._leaf(layer.weight, (out, inp)), self._leaf(layer.bias, (1, out))
 
     @property
     def size(self) -> int:
         return self.theta.shape[0]
 
-    def _mlp(self, x: torch.Tensor, layers: list[Layer]) -> torch.Tensor:
-        k = self.size
-        for i, layer in enumerate(layers):
-            out, inp = layer.shape
-            x = stacked_linear(x, self.theta[:, layer.weight].view(k, out, inp), self.theta[:, layer.bias].view(k, 1, out))
+    def zero_grad(self) -> None:
+        self.theta.grad.zero_()  # type: ignore[union-attr]
+
+    @staticmethod
+    def _mlp(x: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        for i, (weight, bias) in enumerate(layers):
+            x = stacked_linear(x, weight, bias)
             if i < len(layers) - 1:
                 x = torch.tanh(x)
         return x
@@ -98,8 +116,7 @@ class StackedParameters:
 
     def head_tensors(self) -> dict[str, torch.Tensor]:
         """The head's parameters stacked, ``{"head.<name>": [K, *shape]}`` (views of ``theta``)."""
-        return {f"head.{name}": self.theta[:, part].view(self.size, *shape)
-                for name, (part, shape) in self.head_params.items()}
+        return self.heads
 
 
 class _HeadCall(nn.Module):
@@ -207,6 +224,23 @@ class MemberStats(NamedTuple):
         return loss_scalars(self.steps, self.approx_kl, self.clipfrac, self.epochs, update_number)
 
 
+def clip_and_step(stacked: StackedParameters, members: list[MemberBatch | None], live: list[int],
+                  max_norm: float) -> torch.Tensor:
+    """Clip each live member's gradient to norm ``max_norm`` (as
+    :meth:`rlkit.core.optim.FlatParameters.clip_grad_norm_`) and step its Adam, all members in a
+    few batched calls; returns the ``[K]`` norms before clipping (0 for the others)."""
+    grads = [members[k].flat.grad for k in live]  # type: ignore[union-attr]
+    norms = torch.zeros(stacked.size, device=stacked.theta.device)
+    norms[live] = torch.stack(torch._foreach_norm(grads))
+    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    stacked.theta.grad.mul_(coef[:, None])  # type: ignore[union-attr]
+    optimizers = [members[k].optimizer for k in live]  # type: ignore[union-attr]
+    if not step_together(optimizers):
+        for optimizer in optimizers:
+            optimizer.step()
+    return norms
+
+
 def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: list[MemberBatch | None],
                    hp: PPOConfig, num_minibatches: int) -> list[MemberStats | None]:
     """PPO's epochs (:func:`rlkit.core.update.ppo_epochs`) for every member at once: each member
@@ -217,34 +251,37 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
     packed = torch.stack([_pack(m.batch if m is not None else like) for m in members]).to(device)
     b, width = packed.shape[1:]
     running = [m is not None for m in members]
-    rows: list[list[torch.Tensor]] = [[] for _ in members]
+    steps: list[torch.Tensor] = []
+    """``[5, K]`` loss, policy loss, value loss, entropy and grad norm of each minibatch step."""
+    taken = [0] * len(members)
     last: list[MemberStats | None] = [None] * len(members)
     count = min(num_minibatches, b)
     size = b // count
-    for epoch in range(hp.update_epochs):
-        live = [k for k, on in enumerate(running) if on]
-        if not live:
-            break
-        orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
-                              else torch.arange(b) for k in range(len(members))])
-        shuffled = packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width))
-        mask = torch.tensor(running, device=device)
-        log_ratios = []
-        for start in range(0, size * count, size):
-            mb = _unpack(shuffled[:, start:start + size], like)
-            dist_params, values = stacked.forward(mb.obs)
-            out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
-            stacked.theta.grad.zero_()  # type: ignore[union-attr]
-            torch.where(mask, out.loss, torch.zeros((), device=device)).sum().backward()
+    with warnings.catch_warnings():  # the leaves' gradients are strided views of theta.grad, by design
+        warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
+        for epoch in range(hp.update_epochs):
+            live = [k for k, on in enumerate(running) if on]
+            if not live:
+                break
+            orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
+                                  else torch.arange(b) for k in range(len(members))])
+            shuffled = packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width))
+            mask = torch.tensor(running, device=device)
+            log_ratios = []
+            for start in range(0, size * count, size):
+                mb = _unpack(shuffled[:, start:start + size], like)
+                dist_params, values = stacked.forward(mb.obs)
+                out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
+                stacked.zero_grad()
+                torch.where(mask, out.loss, torch.zeros((), device=device)).sum().backward()
+                norms = clip_and_step(stacked, members, live, hp.max_grad_norm)
+                steps.append(torch.stack([out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(),
+                                          out.entropy.detach(), norms]))
+                log_ratios.append(out.log_ratio)
             for k in live:
-                member = members[k]
-                norm = member.flat.clip_grad_norm_(hp.max_grad_norm)  # type: ignore[union-attr]
-                member.optimizer.step()  # type: ignore[union-attr]
-                rows[k].append(torch.stack([out.loss[k].detach(), out.pg_loss[k], out.v_loss[k], out.entropy[k], norm]))
-            log_ratios.append(out.log_ratio)
-        for k in live:
-            kl = ratio_stats(torch.cat([r[k] for r in log_ratios]), hp.clip_coef)
-            last[k] = MemberStats(torch.stack(rows[k]), kl.approx_kl, kl.clipfrac, epoch + 1)
-            if hp.target_kl is not None and kl.approx_kl.item() > hp.target_kl:
-                running[k] = False
+                taken[k] = len(steps)
+                kl = ratio_stats(torch.cat([r[k] for r in log_ratios]), hp.clip_coef)
+                last[k] = MemberStats(torch.stack(steps[:taken[k]])[:, :, k], kl.approx_kl, kl.clipfrac, epoch + 1)
+                if hp.target_kl is not None and kl.approx_kl.item() > hp.target_kl:
+                    running[k] = False
     return last

@@ -150,14 +150,17 @@ class PPOTrainer:
     def _start_episodes(self) -> None:
         """Reset all sub-envs. At update 0 with the run seed, later (after a checkpoint) with a
         seed derived from the update, so a resumed run continues exactly as an uninterrupted one."""
-        seed = self.cfg.seed + EPISODE_RESEED_STRIDE * self.progress.updates_done
-        self.obs = self._with_masks(self.parts.obs_norm(self._encode(reset_envs(self.envs, self.cfg.env, seed)),
-                                                        update=True))
+        self.obs = self._with_masks(self.parts.obs_norm(self.encode(reset_envs(self.envs, self.cfg.env,
+                                                                                self.episode_seed())), update=True))
         self.parts.rew_scaler.reset()
         self.learner.source.reset()
         self.parts.episodes.reset()
 
-    def _encode(self, raw: object, items: bool = False) -> np.ndarray:
+    def episode_seed(self) -> int:
+        """The seed the envs are reset with: the run seed at update 0, derived from the update after."""
+        return self.cfg.seed + EPISODE_RESEED_STRIDE * self.progress.updates_done
+
+    def encode(self, raw: object, items: bool = False) -> np.ndarray:
         """``[N, dim]`` encoded observations of a vector-env batch (or a list of single ones), checked
         finite; an observation that does not fit the space is a one-line :class:`EnvError`."""
         encoder = self.agent.encoder
@@ -166,7 +169,7 @@ class PPOTrainer:
         except (TypeError, ValueError, KeyError, IndexError) as exc:
             raise EnvError(f"{self.cfg.env} returned an observation that does not fit its space {encoder.space}: "
                            f"{one_line(exc)}") from None
-        self._check_finite(obs, "observations")
+        self.check_finite(obs, "observations")
         return obs
 
     def _with_masks(self, obs: np.ndarray, final: bool = False) -> np.ndarray:
@@ -183,7 +186,7 @@ class PPOTrainer:
             raise EnvError(f"{self.cfg.env}: {one_line(exc)}") from None
         return np.concatenate([obs, masks.astype(obs.dtype)], axis=1)
 
-    def _check_finite(self, x: np.ndarray, what: str) -> None:
+    def check_finite(self, x: np.ndarray, what: str) -> None:
         x = as_observation_array(x, self.cfg.env) if what == "observations" else x
         if not np.isfinite(x).all():
             raise NonFiniteError(f"non-finite {what} from {self.cfg.env} during update "
@@ -203,14 +206,14 @@ class PPOTrainer:
         cfg, buf, obs_norm = self.cfg, self.buffer, self.parts.obs_norm
         buf.add_action(t, self.obs, act.actions, act.log_probs, act.values)
         raw_obs, rewards, terminated, truncated, info = step_envs(self.envs, cfg.env, self.head.to_env(act.actions))
-        next_obs = self._encode(raw_obs)
-        self._check_finite(rewards, "rewards")
+        next_obs = self.encode(raw_obs)
+        self.check_finite(rewards, "rewards")
         dones = terminated | truncated
         buf.add_outcome(t, self.parts.rew_scaler(rewards, dones, update=True), rewards, terminated, dones)
         timeouts = truncated & ~terminated
         if timeouts.any():  # bootstrap a time-out from V(final observation)
             ids = np.flatnonzero(timeouts)
-            final = self._with_masks(obs_norm(self._encode([info["final_obs"][i] for i in ids], items=True),
+            final = self._with_masks(obs_norm(self.encode([info["final_obs"][i] for i in ids], items=True),
                                               update=False), final=True)
             buf.set_final(t, ids, final, actor.value(final))
         self.obs = self._with_masks(obs_norm(next_obs, update=True))

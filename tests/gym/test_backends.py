@@ -142,3 +142,33 @@ def test_a_default_run_name_is_one_plain_folder_name_for_any_env_id(tmp_path):
     name = Path(result.run_dir).name
     assert Path(result.run_dir).parent == tmp_path and ":" not in name and "/" not in name
     assert name.startswith("gymnasium.envs.classic_control-CartPole-v1__ppo__s1__")
+
+
+def test_a_group_of_the_shared_cartpole_steps_as_its_own_env_whatever_the_others_do():
+    """A population's members share one vectorized CartPole, each a group with its own reset
+    generator: group g seeded s gives the bits of an env of one group seeded s, whoever else steps
+    (and ends episodes) beside it."""
+    from rlkit.gym.backends import make_vector_backend
+
+    n, groups, steps = 3, 4, 1500
+    alone = make_vector_backend("CartPole-v1", n, {})
+    shared = make_vector_backend("CartPole-v1", n * groups, {}, groups=groups)
+    first_alone, _ = alone.reset(seed=7)
+    for g, seed in enumerate([11, 7, 3, 5]):
+        first = shared.reset_group(g, seed)
+    np.testing.assert_array_equal(shared.reset_group(1, 7), first_alone)
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(steps):
+        actions = rng.integers(0, 2, n * groups)
+        a = alone.step(actions[n:2 * n])
+        s = shared.step(actions)
+        cols = slice(n, 2 * n)
+        for got, want in zip(s[:4], a[:4]):
+            np.testing.assert_array_equal(got[cols], want)
+        for i in np.flatnonzero(a[2] | a[3]):
+            np.testing.assert_array_equal(s[4]["final_obs"][n + i], a[4]["final_obs"][i])
+        ended += int((a[2] | a[3]).sum())
+    assert ended > 20 and first is not None  # resets of the group happened along the way
+    with pytest.raises(ValueError, match="groups"):
+        make_vector_backend("CartPole-v1", 5, {}, groups=2)

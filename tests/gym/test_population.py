@@ -34,6 +34,7 @@ def _first_checkpoint(run_dir):
     ("CartPole-v1", {}),
     ("Pendulum-v1", {"norm_obs": True, "norm_reward": True, "target_kl": 0.01}),
     ("CartPole-v1", {"outer": True, "outer_lr": 1.0, "outer_momentum": 0.5, "outer_nesterov": True}),
+    ("CartPole-v1", {"env_backend": "vector"}),  # all members' envs one vectorized CartPole
 ])
 def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extra):
     alone = train_population(_cfg(tmp_path, "alone", env=env, **extra), [2])
@@ -60,13 +61,14 @@ def test_a_failing_member_is_recorded_and_the_others_finish(tmp_path, env):
     assert only.error and only.result is None
 
 
-def test_a_killed_population_resumes_every_member_bit_identically(tmp_path, monkeypatch):
-    whole = train_population(_cfg(tmp_path, "whole"), [1, 2])
+@pytest.mark.parametrize("backend", ["gymnasium", "vector"])
+def test_a_killed_population_resumes_every_member_bit_identically(tmp_path, monkeypatch, backend):
+    whole = train_population(_cfg(tmp_path, "whole", env_backend=backend), [1, 2])
     for name in ("cut", "alone"):
         with monkeypatch.context() as m:
             _stop_after_update(m, 3)
             with pytest.raises(PopulationInterrupted):
-                train_population(_cfg(tmp_path, name), [1, 2])
+                train_population(_cfg(tmp_path, name, env_backend=backend), [1, 2])
     together = resume_population([tmp_path / "cut__s1", tmp_path / "cut__s2"])
     one_by_one = [resume_population([tmp_path / f"alone__s{s}"])[0] for s in (1, 2)]  # a population of one each
     for w, r, a in zip(whole, together, one_by_one):

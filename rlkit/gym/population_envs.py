@@ -1,0 +1,114 @@
+"""A population's environments stepped as one: every member's ``N`` sub-envs in one call per step.
+
+With ``env_backend="vector"`` (CartPole) all members' sub-envs are one Gymnasium
+``CartPoleVectorEnv`` of ``K * N`` (:class:`SharedCartPole`): one numpy step for the whole
+population, member ``k`` the ``k``-th group of ``N`` with its own reset generator, so its episodes
+are those of its single run whoever else steps beside it. Any other env steps member by member in
+each member's own envs (:class:`EachMembersEnvs`), an error failing that member alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from rlkit.errors import RlkitError
+from rlkit.gym.backends import CartPoleSameStep, make_vector_backend
+from rlkit.gym.envs import close_envs, step_envs
+
+
+class StackedStep(NamedTuple):
+    """One step of every live member's envs (rows of members not stepped hold zeros)."""
+
+    obs: np.ndarray | list[Any]
+    """``[K, N, ...]`` raw observations, or member ``k``'s raw batch as its envs return it at
+    ``obs[k]`` (None if not stepped)."""
+    rewards: np.ndarray
+    """``[K, N]`` float64."""
+    terminated: np.ndarray
+    """``[K, N]`` bool."""
+    truncated: np.ndarray
+    """``[K, N]`` bool."""
+    finals: dict[int, np.ndarray]
+    """Member -> its ``[N]`` object array of final observations (set where an episode ended)."""
+    errors: dict[int, RlkitError]
+    """Member -> the one-line error its envs stopped with."""
+
+
+class EachMembersEnvs:
+    """Each member's own envs (``envs[k]``, as its single run makes them), stepped in turn."""
+
+    def __init__(self, envs: Sequence[gym.vector.VectorEnv], env_id: str, num_envs: int) -> None:
+        self.envs, self.env_id, self.num_envs = list(envs), env_id, num_envs
+
+    def step(self, actions: np.ndarray, live: list[int]) -> StackedStep:
+        """``actions [K, N, ...]`` (as the envs take them) for the ``live`` members."""
+        k, n = len(self.envs), self.num_envs
+        out = StackedStep([None] * k, np.zeros((k, n)), np.zeros((k, n), bool), np.zeros((k, n), bool), {}, {})
+        for i in live:
+            try:
+                obs, rewards, terminated, truncated, info = step_envs(self.envs[i], self.env_id, actions[i])
+            except RlkitError as exc:
+                out.errors[i] = exc
+                continue
+            out.obs[i] = obs
+            out.rewards[i], out.terminated[i], out.truncated[i] = rewards, terminated, truncated
+            if "final_obs" in info:
+                out.finals[i] = info["final_obs"]
+        return out
+
+    def close(self) -> None:
+        """Nothing of its own: each member closes its envs."""
+
+
+class MemberGroup(gym.vector.VectorEnv):
+    """Member ``group``'s sub-envs of a :class:`SharedCartPole`, as its trainer sees its envs:
+    ``reset(seed)`` resets its group alone; the population steps them (``step`` is refused)."""
+
+    def __init__(self, shared: CartPoleSameStep, group: int) -> None:
+        self.shared, self.group = shared, group
+        self.num_envs = shared.group_size
+        self.single_observation_space, self.single_action_space = shared.single_observation_space, shared.single_action_space
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, self.num_envs)
+        self.spec = shared.spec
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        return self.shared.reset_group(self.group, seed), {}
+
+    def step(self, actions: Any) -> Any:
+        raise RuntimeError("a population member's envs are stepped by its population")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """The population closes the shared env."""
+
+
+class SharedCartPole:
+    """All members' CartPole sub-envs as one ``CartPoleSameStep`` of ``K * N`` in ``K`` groups."""
+
+    def __init__(self, env_id: str, num_members: int, num_envs: int, env_kwargs: dict[str, Any]) -> None:
+        self.env = make_vector_backend(env_id.rpartition(":")[2], num_members * num_envs, env_kwargs,
+                                       groups=num_members)
+        self.num_members, self.num_envs = num_members, num_envs
+
+    def member(self, k: int, seed: int) -> MemberGroup:
+        """Member ``k``'s view, its group reset with ``seed`` (the seed its own envs were reset with)."""
+        self.env.reset_group(k, seed)
+        return MemberGroup(self.env, k)
+
+    def step(self, actions: np.ndarray, live: list[int]) -> StackedStep:
+        """``actions [K, N]``; every group steps (a failed member's too: its draws are its own)."""
+        k, n = self.num_members, self.num_envs
+        obs, rewards, terminated, truncated, info = self.env.step(actions.reshape(k * n))
+        obs = obs.reshape(k, n, *obs.shape[1:])
+        finals = {}
+        if "final_obs" in info:
+            ended = info["_final_obs"].reshape(k, n)
+            finals = {i: info["final_obs"][i * n:(i + 1) * n] for i in np.flatnonzero(ended.any(axis=1))}
+        return StackedStep(obs, rewards.reshape(k, n), terminated.reshape(k, n), truncated.reshape(k, n),
+                           finals, {})
+
+    def close(self) -> None:
+        close_envs(self.env, "CartPole")

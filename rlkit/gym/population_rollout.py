@@ -1,0 +1,192 @@
+"""A population's rollout stepped as one: every member's step in ``[K, N]`` arrays.
+
+The members' rollout buffers are rows of one ``[K, T, N, ...]`` storage
+(:func:`rlkit.core.buffer.stack_buffers`), so a step of the whole population is one write per
+field; the members act from one batched forward (:class:`StackedActor`), sample from their own
+random streams, and step their envs in one call (:mod:`rlkit.gym.population_envs`). What keeps
+running statistics (observation normalization, reward scaling) runs member by member on the
+member's own rows, so each member's numbers are those of its rollout alone. A member whose envs
+fail, or return what does not fit or is not finite, is failed with its single run's one-line
+error; the others go on.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from rlkit.core.buffer import stack_buffers
+from rlkit.core.heads import NumpyCategorical
+from rlkit.errors import RlkitError
+from rlkit.gym.envs import close_envs
+from rlkit.gym.population_envs import EachMembersEnvs, SharedCartPole
+from rlkit.gym.policies import NumpyActor
+from rlkit.gym.stacked import StackedActor
+from rlkit.gym.trainer import PPOTrainer
+
+
+class Acts(NamedTuple):
+    """What the members did at one step (rows of members that did not act hold zeros)."""
+
+    actions: np.ndarray
+    """``[K, N, ...]`` samples as the buffer stores them."""
+    log_probs: np.ndarray
+    """``[K, N]``."""
+
+
+def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPole:
+    """The members' envs as one: CartPole's vectorized implementation shared by all (each member's
+    own envs closed and replaced by its group) with ``env_backend="vector"``; else their own."""
+    cfg = members[0].cfg
+    if cfg.env_backend != "vector":
+        return EachMembersEnvs([m.envs for m in members], cfg.env, cfg.num_envs)
+    shared = SharedCartPole(cfg.env, len(members), cfg.num_envs, cfg.env_options)
+    for k, m in enumerate(members):
+        close_envs(m.envs, cfg.env)
+        m.envs = shared.member(k, m.episode_seed())
+    return shared
+
+
+class StackedRollout:
+    """Collects one rollout of every live member. ``fail(k, error)`` fails member ``k``;
+    ``live()`` lists the members still training."""
+
+    def __init__(self, members: list[PPOTrainer], fail: Callable[[int, BaseException], None],
+                 live: Callable[[], list[int]]) -> None:
+        self.members, self.fail, self.live = members, fail, live
+        first = members[0]
+        self.cfg, self.head = first.cfg, first.head
+        self.envs = population_envs(members)
+        self.store = stack_buffers([m.buffer for m in members])
+        self.categorical = getattr(first.head, "fused_kind", None) == "categorical"
+        space = first.agent.encoder.space
+        self.box = isinstance(space, gym.spaces.Box)
+        """Box observations: all members' batches encoded in one pass."""
+
+    def close(self) -> None:
+        self.envs.close()
+
+    def collect(self, actors: list[NumpyActor]) -> dict[int, np.ndarray]:
+        """A rollout of every live member with its snapshot ``actors[k]``; returns V of their last
+        observations (members that failed on the way are left out)."""
+        stacked = StackedActor(actors)
+        obs = np.stack([m.obs for m in self.members])
+        for t in range(self.cfg.num_steps):
+            live = self.live()
+            if not live:
+                return {}
+            acts = self._sample(actors, stacked.params(obs), live)
+            obs = self._step(t, obs, acts, actors, live)
+        out = {}
+        for k in self.live():
+            self.members[k].obs = obs[k].copy()
+            try:
+                out[k] = self.members[k].end_rollout(actors[k])
+            except RlkitError as exc:
+                self.fail(k, exc)
+        return out
+
+    def _sample(self, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
+        """The ``live`` members' actions from their ``params [K, N, out]`` rows, each drawn from its own
+        random stream. A head of softmax logits samples all members in one pass from their
+        uniforms (drawn as its sampler draws them); any other, member by member."""
+        k, n = params.shape[:2]
+        rngs = [m.learner.rng for m in self.members]
+        acts = Acts(np.zeros((k, n, *self.head.action_shape), self.store["actions"].dtype), np.zeros((k, n), np.float32))
+        if self.categorical:
+            u = np.stack([rngs[i].random(n, dtype=np.float32) for i in live])
+            drawn = NumpyCategorical.sample_from_uniforms(params[live], u)
+            acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
+            return acts
+        for i in live:
+            drawn = actors[i].sampler.sample(params[i], rngs[i])
+            acts.actions[i], acts.log_probs[i] = drawn.actions, drawn.log_probs
+        return acts
+
+    def _step(self, t: int, obs: np.ndarray, acts: Acts, actors: list[NumpyActor], live: list[int]) -> np.ndarray:
+        """Step ``t`` for every live member (as :meth:`PPOTrainer.record_step` for one): store the
+        observations ``obs [K, N, d]`` and actions, step the envs, store the outcomes (a time-out
+        bootstrapped from the member's V(final observation)); returns the next ``[K, N, d]``."""
+        s, members = self.store, self.members
+        s["obs"][:, t], s["actions"][:, t], s["log_probs"][:, t] = obs, acts.actions, acts.log_probs
+        shape = acts.actions.shape
+        out = self.envs.step(self.head.to_env(acts.actions.reshape(-1, *shape[2:])).reshape(shape), live)
+        for k, error in out.errors.items():
+            self.fail(k, error)
+        raw = self._encode(out.obs, [k for k in live if k not in out.errors])
+        live = self.live()
+        if not np.isfinite(out.rewards[live]).all():
+            for k in live:
+                self._check(k, members[k].check_finite, out.rewards[k], "rewards")
+            live = self.live()
+        dones = out.terminated | out.truncated
+        if self.cfg.norm_reward:
+            for k in live:
+                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[k], dones[k], update=True)
+        else:
+            s["rewards"][:, t] = out.rewards
+        s["raw_rewards"][:, t], s["terminated"][:, t], s["dones"][:, t] = out.rewards, out.terminated, dones
+        timeouts = out.truncated & ~out.terminated
+        for k in np.flatnonzero(timeouts.any(axis=1)):  # bootstrap a time-out from V(final observation)
+            if k in live:
+                self._bootstrap(k, t, np.flatnonzero(timeouts[k]), out.finals[k], actors[k])
+        if not self.cfg.norm_obs:
+            return raw.astype(np.float32, copy=False)
+        nxt = np.zeros(raw.shape, np.float32)
+        for k in self.live():
+            nxt[k] = members[k].parts.obs_norm(raw[k], update=True)
+        return nxt
+
+    def _bootstrap(self, k: int, t: int, ids: np.ndarray, finals: np.ndarray, actor: NumpyActor) -> None:
+        m = self.members[k]
+        try:
+            final = m.parts.obs_norm(m.encode([finals[i] for i in ids], items=True), update=False)
+        except RlkitError as exc:
+            self.fail(k, exc)
+            return
+        self.store["final_obs"][k, t, ids] = final
+        self.store["final_values"][k, t, ids] = actor.value(final)
+
+    def _encode(self, raw: np.ndarray | list, stepped: list[int]) -> np.ndarray:
+        """``[K, N, d]`` encoded observations of the ``stepped`` members (others' rows are zeros);
+        one that does not fit or is not finite fails its member with its single run's error."""
+        first, n = self.members[0], self.cfg.num_envs
+        stacked = _float_rows(raw, stepped) if self.box and stepped else None
+        if stacked is not None:
+            k = stacked.shape[0]
+            try:
+                encoded = first.agent.encoder.batch(stacked.reshape(k * n, *stacked.shape[2:]), k * n).reshape(k, n, -1)
+            except ValueError:
+                encoded = None
+            if encoded is not None and np.isfinite(encoded[stepped]).all():
+                return encoded
+        out = np.zeros((len(self.members), n, first.model.obs_dim), np.float64)
+        for k in stepped:
+            encoded = self._check(k, self.members[k].encode, raw[k])
+            if encoded is not None:
+                out[k] = encoded
+        return out
+
+    def _check(self, k: int, fn: Callable, *args: object) -> np.ndarray | None:
+        try:
+            return fn(*args)
+        except RlkitError as exc:
+            self.fail(k, exc)
+            return None
+
+
+def _float_rows(raw: np.ndarray | list, stepped: list[int]) -> np.ndarray | None:
+    """``raw`` as one ``[K, N, ...]`` float array (rows of members not stepped: zeros), or None
+    where a stepped member's batch is not a float array of the first one's shape."""
+    if isinstance(raw, np.ndarray):
+        return raw if raw.dtype.kind == "f" else None
+    rows = [raw[k] for k in stepped]
+    first = rows[0]
+    if not all(type(r) is np.ndarray and r.dtype == first.dtype and r.shape == first.shape for r in rows) \
+            or first.dtype.kind != "f":
+        return None
+    out = np.zeros((len(raw), *first.shape), first.dtype)
+    out[stepped] = rows
+    return out
