@@ -143,12 +143,23 @@ def _init_worker(stopping: Any = None) -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def pool_context() -> Any:
+    """How the pool's workers start: forked (at once), unless this process has initialized CUDA,
+    which a forked child cannot use (its runs would all fail on a GPU): then spawned."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return multiprocessing.get_context("spawn")
+    return multiprocessing.get_context()
+
+
 def run_local(runs: list[RunSpec], sweep_dir: Path, workers: int, done: Callable[[Outcome], None]) -> None:
     """The runs in a pool of ``workers`` processes (each reused across runs). SIGINT or SIGTERM to
     the sweep (its own pid, or its process group) starts no further run and passes SIGINT to the
     runs in flight, which checkpoint after their current update and stop; then KeyboardInterrupt."""
-    stopping = multiprocessing.get_context().Event()
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=(stopping,))
+    context = pool_context()
+    stopping = context.Event()
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                               initargs=(stopping,))
     try:
         with _interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute, run, str(sweep_dir)) for run in runs}

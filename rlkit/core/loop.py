@@ -103,6 +103,10 @@ def seed_and_threads(seed: int, threads: int) -> None:
     """Torch's global seed and intra-op thread count for this run."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
+    # cuDNN times candidate convolution algorithms (benchmark mode) and some accumulate with atomics:
+    # fixed, deterministic choices keep a resumed CUDA run's numbers those of an uninterrupted one.
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
 
 
 class RunDir(NamedTuple):

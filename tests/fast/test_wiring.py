@@ -95,7 +95,7 @@ def test_select_kernels_is_what_the_docs_say():
 @pytest.mark.parametrize("kernels,fused", [("plain", False), ("fast", True), ("auto", True)])
 def test_the_gym_model_carries_fast_wiring_only_when_the_kernels_are_fast(logdir, kernels, fused):
     cfg = rlkit.preset("cartpole", num_envs=2, num_steps=64, logdir=logdir, kernels=kernels, eval_episodes=0,
-                       progress=False)
+                       progress=False, device="cpu")  # "auto" picks the fast kernels on the CPU
     trainer = PPOTrainer(cfg)
     try:
         if fused:
@@ -150,7 +150,8 @@ def test_a_head_without_fused_kind_trains_on_the_plain_loss(logdir, undeclared, 
     the policy learns the identity task."""
     cfg = rlkit.TrainConfig(env="rlkit-test/IdentityDiscrete-v0", total_steps=12_288, num_envs=4, num_steps=64,
                             num_minibatches=4, update_epochs=2, learning_rate=3e-3, ent_coef=0.0, gamma=0.0,
-                            kernels=kernels, logdir=logdir, eval_episodes=5, progress=False)
+                            kernels=kernels, logdir=logdir, eval_episodes=5, progress=False,
+                            device="cpu")  # the fused MLP and loss are CPU kernels
     trainer = PPOTrainer(cfg)
     assert isinstance(trainer.head, UndeclaredCategorical)
     assert isinstance(trainer.model.forward_override, FusedActorCritic) and trainer.kernels.loss is fused_ppo_loss

@@ -17,8 +17,10 @@ from tests.test_reproducibility import _stop_after_update, assert_same_bits, ass
 
 
 def _cfg(tmp_path, name, **kw):
+    """A small CartPole population on the CPU, where a member's bits do not depend on the others
+    (on CUDA the batched GEMMs' kernels depend on the batch count: tests/gym/test_population_cuda.py)."""
     base = dict(total_steps=2048, num_envs=2, num_steps=128, eval_episodes=2, checkpoint_every=512,
-                progress=False, logdir=str(tmp_path), run_name=name)
+                progress=False, logdir=str(tmp_path), run_name=name, device="cpu")
     return rlkit.preset("cartpole", **{**base, **kw})
 
 

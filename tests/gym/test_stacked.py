@@ -21,12 +21,12 @@ SPACES = {
 }
 
 
-def _members(kind, k=3):
+def _members(kind, k=3, device="cpu"):
     obs_space, action_space = SPACES[kind]
     models = []
     for i in range(k):
         torch.manual_seed(i)
-        model = MLPActorCritic(obs_space, action_space)
+        model = MLPActorCritic(obs_space, action_space).to(device)
         for p in model.head.parameters():  # members' log-stds differ
             p.data.fill_(-0.3 * i)
         models.append(model)

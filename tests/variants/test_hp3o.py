@@ -376,7 +376,7 @@ def test_one_env_one_step_rollouts_give_the_authors_between_episode_timing(tmp_p
         assert stats["hp3o/updates"] == expected
         assert torch.equal(trainer.learner.flat.param, before) != bool(expected)  # weights move only on an update
         acting = torch.as_tensor(trainer.actor.actor[0][0].T)  # the policy that acts on the next step
-        assert torch.equal(acting, trainer.model.actor[0].weight.detach())
+        assert torch.equal(acting, trainer.model.actor[0].weight.detach().cpu())
         updates += expected
     assert episodes >= cfg.hp3o_trajectories + 3 and updates == episodes - cfg.hp3o_trajectories + 1
     trainer.envs.close()

@@ -1,0 +1,20 @@
+#!/bin/bash
+# One lease of a GPU machine (the device tool): the GPU population benchmark, then the default test
+# suite with device=auto (CUDA there) on that machine's CPU kind. Python packages the machine lacks
+# travel as wheels in .whl/ (see the device tool's notes); its own torch (CUDA) is used.
+#   bash benchmarks/device_check.sh OUTDIR
+set -u
+out=${1:?output folder}
+export PYTHONUNBUFFERED=1
+# Into the interpreter's own site-packages (subprocesses the tests start see them), and rlkit from
+# this checkout as an editable install would put it (rlkit, rlkit_launch; envs/ as rlkit_envs).
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/*.whl \
+  || { echo "wheel install failed"; exit 3; }
+site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+echo "$PWD" > "$site/rlkit-checkout.pth"; ln -sfn "$PWD/envs" "$site/rlkit_envs"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; lscpu | grep "Model name";
+  nproc; python3 -c "import torch, numpy, gymnasium, mujoco, transformers; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'numpy', numpy.__version__, 'gymnasium', gymnasium.__version__, 'mujoco', mujoco.__version__, 'transformers', transformers.__version__)"; } 2>&1 | tee "$out/machine.txt"
+timeout "${BENCH_SECONDS:-200}" python3 benchmarks/population_gpu.py --timeout 90 ${BENCH_ARGS:-} --write "$out/gpu_results.md" 2>&1 | tail -25
+timeout "${TEST_SECONDS:-300}" python3 -m pytest -q -n "${WORKERS:-12}" --timeout 240 -rfE \
+  --ignore=tests/ablation/test_stats.py > "$out/pytest.log" 2>&1
+echo "pytest rc=$?"; tail -60 "$out/pytest.log"
