@@ -246,11 +246,16 @@ def _sweep(argv: list[str]) -> int:
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: the GPU share each run asks for")
     parser.add_argument("--budget", default=None, choices=["smoke"], help="apply the spec's [smoke] table")
     parser.add_argument("--retry-failed", action="store_true", help="run failed runs again")
+    parser.add_argument("--pack", default="auto", help="seeds of one (variant, env) trained in one process as a "
+                        "population: auto (all of them, split across the workers), K (at most K), 1 (each alone)")
     parser.add_argument("--dry-run", action="store_true", help="print the runs and their state, run nothing")
     args = parser.parse_args(argv)
     from rlkit.ablation.sweep import check_sweep_flags, plan, run_sweep
 
     check_sweep_flags(args.workers, args.backend, args.gpus_per_run)
+    from rlkit.ablation.packing import check_pack
+
+    check_pack(args.pack)
     if args.dry_run:
         spec, sweep_dir, states = plan(args.spec, args.out, args.budget)
         for run, state in states:
@@ -258,7 +263,7 @@ def _sweep(argv: list[str]) -> int:
         print(f"{len(states)} runs in {sweep_dir}", file=sys.stderr)
         return 0
     summary = run_sweep(args.spec, args.out, args.workers, args.backend, args.ray_address, args.budget,
-                        args.retry_failed, args.gpus_per_run)
+                        args.retry_failed, args.gpus_per_run, pack=args.pack)
     print(json.dumps(summary.to_json()))
     if summary.failed:
         print(f"rlkit: {summary.failed} run(s) failed or not counted; runs.csv's error column and logs/ in "

@@ -28,6 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from rlkit.ablation.packing import Item
 from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
@@ -94,8 +95,64 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
     return {"name": run.name, "status": "done", "error": None, "result": result}
 
 
+def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
+    """Run (or resume) a pack of runs as one population (see :mod:`rlkit.ablation.packing`) in this
+    process; its output goes to the first run's log, the others' logs say so. A member that fails
+    is recorded as failed, the others go on."""
+    root = Path(sweep_dir)
+    if _STOPPING is not None and _STOPPING.is_set():
+        return [{"name": run.name, "status": "interrupted", "error": None, "result": None} for run in runs]
+    first = root / "logs" / f"{runs[0].name}.log"
+    for run in runs[1:]:
+        with open(root / "logs" / f"{run.name}.log", "a") as log:
+            log.write(f"trained in one process with {', '.join(r.name for r in runs if r is not run)}: "
+                      f"the output is in {first.name}\n")
+    start = time.perf_counter()
+    with _output_to(first), _interrupt_on(signal.SIGINT):
+        try:
+            members = _train_pack(runs, root / "runs")
+        except KeyboardInterrupt:
+            return [{"name": run.name, "status": "interrupted", "error": None, "result": None} for run in runs]
+        except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
+            error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
+            members = {run.name: (None, error) for run in runs}
+    seconds = time.perf_counter() - start
+    outcomes = []
+    for run in runs:
+        result, error = members.get(run.name, (None, "not trained by its pack"))
+        status = "done" if result is not None else "failed"
+        write_json(root / "status" / f"{run.name}.json",
+                   {"status": status, "seconds": seconds} if result is not None else {"status": status, "error": error})
+        outcomes.append({"name": run.name, "status": status, "error": error, "result": result})
+    return outcomes
+
+
+def _train_pack(runs: list[RunSpec], runs_dir: Path) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+    """The pack's runs: new ones as one population, started ones (members of earlier packs)
+    resumed together where their newest checkpoints are at the same step. Run name -> (result, error)."""
+    from rlkit.gym.config import TrainConfig
+    from rlkit.gym.population_start import resume_population, train_population
+
+    new, started = [], {}
+    for run in runs:
+        run_dir = runs_dir / run.name
+        if run_dir.exists() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # created, nothing written yet
+        if run_dir.exists():
+            started.setdefault(newest_checkpoint_steps(run_dir) or 0, []).append(run_dir)
+        else:
+            new.append(run)
+    outcomes = [o for dirs in started.values() for o in resume_population(dirs)]
+    if new:
+        cfg = TrainConfig.from_dict({**new[0].config, "logdir": str(runs_dir), "run_name": None, "resume": None,
+                                     "progress": False, "torch_threads": 1})
+        outcomes += train_population(cfg, [r.seed for r in new], [r.name for r in new])
+    return {Path(o.run_dir).name: (o.result.to_json() if o.result else None, o.error) for o in outcomes}
+
+
 def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
     from rlkit.gym.config import TrainConfig
+    from rlkit.gym.population_start import is_member, resume_population
     from rlkit.gym.trainer import resume, train
 
     cfg = {**run.config, "logdir": str(run_dir.parent), "run_name": run.name, "resume": None, "progress": False,
@@ -107,6 +164,11 @@ def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
         return train_baseline(run.kind, cfg, run_dir)
     if run_dir.exists() and not any(run_dir.iterdir()):
         run_dir.rmdir()  # created, nothing written yet
+    if run_dir.exists() and is_member(run_dir):  # packed before: alone it is a population of one
+        (member,) = resume_population([run_dir])
+        if member.result is None:
+            raise RlkitError(member.error or "failed")
+        return member.result.to_json()
     if run_dir.exists():
         return resume(str(run_dir)).to_json()
     return train(TrainConfig.from_dict(cfg)).to_json()
@@ -152,21 +214,25 @@ def pool_context() -> Any:
     return multiprocessing.get_context()
 
 
-def run_local(runs: list[RunSpec], sweep_dir: Path, workers: int, done: Callable[[Outcome], None]) -> None:
-    """The runs in a pool of ``workers`` processes (each reused across runs). SIGINT or SIGTERM to
-    the sweep (its own pid, or its process group) starts no further run and passes SIGINT to the
-    runs in flight, which checkpoint after their current update and stop; then KeyboardInterrupt."""
+def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[Outcome], None]) -> None:
+    """The runs (single runs and packs) in a pool of ``workers`` processes (each reused across
+    runs). SIGINT or SIGTERM to the sweep (its own pid, or its process group) starts no further run
+    and passes SIGINT to the runs in flight, which checkpoint after their current update and stop;
+    then KeyboardInterrupt."""
     context = pool_context()
     stopping = context.Event()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                initargs=(stopping,))
     try:
         with _interrupt_on(signal.SIGINT, signal.SIGTERM):
-            pending = {pool.submit(execute, run, str(sweep_dir)) for run in runs}
+            pending = {pool.submit(execute_pack if isinstance(item, list) else execute, item, str(sweep_dir))
+                       for item in runs}
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    done(future.result())
+                    outcome = future.result()
+                    for one in outcome if isinstance(outcome, list) else [outcome]:
+                        done(one)
     except KeyboardInterrupt:
         stopping.set()
         _stop_in_flight(pool)
@@ -211,7 +277,7 @@ def _interrupt_on(*signums: int) -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | None, gpus_per_run: float,
+def run_ray(runs: list[Item], sweep_dir: Path, workers: int, address: str | None, gpus_per_run: float,
             done: Callable[[Outcome], None]) -> None:
     """The runs as Ray tasks (1 CPU each, or a GPU share) on a local Ray instance or ``address``.
     Runs write to ``sweep_dir``, which the Ray workers must see (a shared filesystem)."""
@@ -226,10 +292,13 @@ def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | N
             ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         task = ray.remote(num_cpus=1, num_gpus=gpus_per_run)(_ray_execute)
-        pending = [task.remote(asdict(run), str(sweep_dir)) for run in runs]
+        pending = [task.remote([asdict(r) for r in item] if isinstance(item, list) else asdict(item), str(sweep_dir))
+                   for item in runs]
         while pending:
             finished, pending = ray.wait(pending, num_returns=1)
-            done(ray.get(finished[0]))
+            outcome = ray.get(finished[0])
+            for one in outcome if isinstance(outcome, list) else [outcome]:
+                done(one)
     finally:
         if started:
             ray.shutdown()
@@ -237,8 +306,10 @@ def run_ray(runs: list[RunSpec], sweep_dir: Path, workers: int, address: str | N
             stop_reaper(reaper)
 
 
-def _ray_execute(run: dict[str, Any], sweep_dir: str) -> Outcome:
+def _ray_execute(run: dict[str, Any] | list[dict[str, Any]], sweep_dir: str) -> Outcome | list[Outcome]:
     _one_thread()
+    if isinstance(run, list):
+        return execute_pack([RunSpec(**r) for r in run], sweep_dir)
     return execute(RunSpec(**run), sweep_dir)
 
 

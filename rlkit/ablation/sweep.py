@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlkit.ablation.packing import check_pack, pack_runs
 from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
@@ -69,9 +70,12 @@ def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[Sweep
 
 def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None, backend: str = "local",
               ray_address: str | None = None, budget: str | None = None, retry_failed: bool = False,
-              gpus_per_run: float = 0.0, progress: bool = True) -> SweepSummary:
-    """Run every unfinished run of the spec (see :mod:`rlkit.ablation.runner`); returns the counts."""
+              gpus_per_run: float = 0.0, progress: bool = True, pack: int | str = "auto") -> SweepSummary:
+    """Run every unfinished run of the spec (see :mod:`rlkit.ablation.runner`), the seeds of a
+    (variant, env) packed into populations (``pack``: see :mod:`rlkit.ablation.packing`); returns
+    the counts."""
     check_sweep_flags(workers, backend, gpus_per_run)
+    size = check_pack(pack)
     if workers is None:
         workers = min(len(os_cpus()), 64)
     spec, sweep_dir = _checked(spec_path, out, budget)
@@ -81,12 +85,14 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
         todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
         bar = Progress(len(todo), spec.name, progress)
         try:
-            if todo and backend == "local":
-                run_local(todo, sweep_dir, min(workers, len(todo)), bar)
-            elif todo:
-                run_ray(todo, sweep_dir, workers, ray_address, gpus_per_run, bar)
+            items = pack_runs(todo, sweep_dir / "runs", size, workers) if todo else []
+            if items and backend == "local":
+                run_local(items, sweep_dir, min(workers, len(items)), bar)
+            elif items:
+                run_ray(items, sweep_dir, workers, ray_address, gpus_per_run, bar)
         except KeyboardInterrupt:
-            again = [spec_path, *(["--out", out] if out else []), *(["--budget", budget] if budget else [])]
+            again = [spec_path, *(["--out", out] if out else []), *(["--budget", budget] if budget else []),
+                     *(["--pack", str(pack)] if pack != "auto" else [])]
             raise SweepInterrupted("rlkit sweep " + shlex.join(again)) from None
         finally:
             bar.close()

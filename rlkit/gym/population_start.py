@@ -66,10 +66,15 @@ def check_population(cfg: TrainConfig) -> None:
         env.close()
 
 
-def member_configs(cfg: TrainConfig, seeds: list[int]) -> list[TrainConfig]:
-    """One config per seed (run name ``{run_name}__s{seed}``), each checked, and no named member's
-    directory taken: refused before any is made."""
-    configs = [cfg.replace(seed=s, run_name=f"{cfg.run_name}__s{s}" if cfg.run_name else None) for s in seeds]
+def member_configs(cfg: TrainConfig, seeds: list[int], run_names: list[str] | None = None) -> list[TrainConfig]:
+    """One config per seed (run name ``run_names[i]``, or ``{run_name}__s{seed}``), each checked,
+    and no named member's directory taken: refused before any is made."""
+    if run_names is not None and len(run_names) != len(seeds):
+        raise ConfigError(f"{len(run_names)} run names for {len(seeds)} seeds")
+    names = run_names or [f"{cfg.run_name}__s{s}" if cfg.run_name else None for s in seeds]
+    if run_names is not None and len(set(run_names)) != len(run_names):
+        raise ConfigError(f"run names given twice: {sorted(n for n in set(run_names) if run_names.count(n) > 1)}")
+    configs = [cfg.replace(seed=s, run_name=name) for s, name in zip(seeds, names)]
     for c in configs:
         c.validate()
         if c.run_name is not None:
@@ -80,13 +85,15 @@ def member_configs(cfg: TrainConfig, seeds: list[int]) -> list[TrainConfig]:
     return configs
 
 
-def train_population(cfg: TrainConfig, seeds: Iterable[int]) -> list[MemberOutcome]:
+def train_population(cfg: TrainConfig, seeds: Iterable[int], run_names: list[str] | None = None
+                     ) -> list[MemberOutcome]:
     """Train ``cfg`` once per seed as one population; each member's run directory is
-    ``{run_name}__s{seed}`` under ``cfg.logdir`` (or the single run's default name)."""
+    ``run_names[i]`` (a sweep's names) or ``{run_name}__s{seed}`` under ``cfg.logdir`` (or the
+    single run's default name)."""
     seeds = population_seeds(seeds)
     cfg.validate()
     check_population(cfg)
-    configs = member_configs(cfg, seeds)
+    configs = member_configs(cfg, seeds, run_names)
     members, rng_states = _build(lambda c: PPOTrainer(c), configs)
     population = _population(members, rng_states)
     dirs = [str(m.run_dir) for m in members]

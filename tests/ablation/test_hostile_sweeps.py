@@ -251,10 +251,11 @@ def _children(pid):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp_path):
+@pytest.mark.parametrize("pack, workers", [("1", "2"), ("2", "1")])  # runs alone; packs of two seeds
+def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp_path, pack, workers):
     spec, out = spec_file(tmp_path, SLOW, name="my spec.toml"), tmp_path / "out dir"  # the command pastes as is
     cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2"]
+           "sweep", spec, "--out", str(out), "--workers", workers, "--pack", pack]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:

@@ -1,0 +1,90 @@
+"""``rlkit sweep --pack``: the seeds of one (variant, env) train in one process as a population;
+each run is the population member it would be trained alone as one, the tables are a sweep's, and a
+sweep killed with SIGKILL resumes to the same results whether it resumes packed or alone."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import rlkit
+from rlkit.ablation.packing import check_pack, pack_runs
+from rlkit.ablation.spec import load_spec
+from rlkit.ablation.sweep import run_sweep
+from rlkit.errors import ConfigError
+from rlkit.gym.population_start import train_population
+from tests.ablation.test_sweep import ROOT, SPEC, rows, write_spec
+from tests.robustness.helpers import error_line, run_cli
+from tests.test_reproducibility import assert_same_bits, final_tensors
+
+PACKED = SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', 'hp3o = { presets = ["hp3o"] }\n') \
+    .replace("seeds = 2", "seeds = 3")
+
+
+def test_packed_runs_are_population_members_and_the_tables_a_sweeps(tmp_path):
+    spec = write_spec(tmp_path, PACKED)
+    summary = run_sweep(spec, str(tmp_path / "out"), workers=1, progress=False)
+    assert summary.done == summary.total == 9 and summary.ran == 9
+    runs = tmp_path / "out" / "runs"
+    packed = {d.name for d in runs.iterdir() if (d / "population.json").is_file()}
+    assert packed == {f"{v}__CartPole-v1__s{s}" for v in ("ppo", "outer") for s in (1, 2, 3)}  # HP3O runs alone
+    assert {r["status"] for r in rows(tmp_path / "out" / "runs.csv")} == {"done"}
+    run = next(r for r in load_spec(spec).runs if r.variant == "ppo" and r.seed == 2)
+    cfg = rlkit.TrainConfig.from_dict({**run.config, "logdir": str(tmp_path / "alone"), "run_name": "p",
+                                       "torch_threads": 1, "progress": False})
+    (alone,) = train_population(cfg, [2])
+    assert_same_bits(final_tensors(runs / run.name), final_tensors(alone.run_dir))
+    log = (tmp_path / "out" / "logs" / "ppo__CartPole-v1__s2.log").read_text()
+    assert "trained in one process with ppo__CartPole-v1__s1, ppo__CartPole-v1__s3" in log
+
+
+def test_packing_splits_groups_across_workers_and_keeps_what_a_population_cannot_train_alone(tmp_path):
+    runs = load_spec(write_spec(tmp_path, PACKED)).runs
+    out = tmp_path / "runs"
+    auto = pack_runs(runs, out, None, workers=1)
+    assert sorted(len(i) if isinstance(i, list) else 1 for i in auto) == [1, 1, 1, 3, 3]
+    four = pack_runs(runs, out, None, workers=4)  # two groups, two workers each
+    assert sorted(len(i) if isinstance(i, list) else 1 for i in four) == [1, 1, 1, 1, 1, 2, 2]
+    assert pack_runs(runs, out, 1, workers=4) == runs
+    (out / "ppo__CartPole-v1__s1").mkdir(parents=True)
+    (out / "ppo__CartPole-v1__s1" / "config.json").write_text("{}")  # started alone: it resumes alone
+    started = pack_runs(runs, out, 2, workers=1)
+    assert next(r for r in runs if r.name == "ppo__CartPole-v1__s1") in started
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "x", "2.5", "", "03"])
+def test_a_bad_pack_is_one_line_and_writes_nothing(tmp_path, bad):
+    spec = write_spec(tmp_path, PACKED)
+    line = error_line(run_cli("sweep", spec, "--out", str(tmp_path / "out"), "--pack", bad))
+    assert "--pack" in line and not (tmp_path / "out").exists()
+    with pytest.raises(ConfigError, match="--pack"):
+        check_pack(bad)
+    assert check_pack("auto") is None and check_pack("4") == 4 and check_pack(4) == 4
+
+
+def test_a_packed_sweep_killed_with_sigkill_resumes_alone_or_packed_to_the_same_results(tmp_path):
+    spec = write_spec(tmp_path, SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")
+                      .replace("total_steps = 1024", "total_steps = 8192"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "2"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
+    time.sleep(0.5)  # the workers die with the sweep (PR_SET_PDEATHSIG)
+    resumed = run_sweep(spec, str(out), workers=2, progress=False, pack=1)  # each member alone
+    straight = run_sweep(spec, str(tmp_path / "straight"), workers=2, progress=False, pack=2)
+    key = lambda r: (r["variant"], r["seed"], r["step"])  # noqa: E731
+    a = {key(r): r["eval_return_mean"] for r in rows(out / "results.csv")}
+    b = {key(r): r["eval_return_mean"] for r in rows(tmp_path / "straight" / "results.csv")}
+    assert resumed.done == straight.done == 4 and a == b and len(a) == 4 * 16
+    for run_dir in (tmp_path / "straight" / "runs").iterdir():
+        assert_same_bits(final_tensors(run_dir), final_tensors(out / "runs" / run_dir.name))
