@@ -1,0 +1,83 @@
+"""A committed recipe end to end, run alone per seed (``--pack 1``, the pool as before) and packed
+(``--pack auto``: each (variant, env)'s seeds as one population), at the same worker count.
+
+Both sweeps start from empty directories, one after the other, nothing else running; the wall time
+of each ``rlkit sweep`` command is measured, then ``rlkit report`` of each, and every variant's IQM
+95% interval is set beside the committed report's (``--committed``): the statistics must overlap.
+
+    python benchmarks/pack_speed.py                      # experiments/outer_ppo/cartpole.toml, 2 workers
+    python benchmarks/pack_speed.py --spec experiments/outer_ppo/cartpole.toml --budget smoke --write ""
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+CLI = "import sys, rlkit_launch; sys.argv[0] = 'rlkit'; sys.exit(rlkit_launch.main())"
+
+
+def rlkit(*args: str) -> float:
+    """Run ``rlkit ARGS`` from the repository root; returns its wall time."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", CLI, *args], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def intervals(summary: Path) -> dict[str, tuple[float, float, float]]:
+    """variant -> (IQM, low, high) of a report's summary.json (one env)."""
+    rows = json.loads(summary.read_text())["per_env"]
+    return {r["variant"]: (r["iqm"], r["iqm_low"], r["iqm_high"]) for r in rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spec", default="experiments/outer_ppo/cartpole.toml")
+    parser.add_argument("--committed", default="experiments/outer_ppo/results/summary.json")
+    parser.add_argument("--workers", default="2")
+    parser.add_argument("--budget", default=None, help="a spec budget (smoke) for a quick look")
+    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    args = parser.parse_args()
+    budget = ["--budget", args.budget] if args.budget else []
+    out = Path(tempfile.mkdtemp(prefix="rlkit-pack-speed-"))
+    seconds, stats = {}, {}
+    for pack in ("1", "auto"):
+        sweep = out / f"pack-{pack}"
+        seconds[pack] = rlkit("sweep", args.spec, "--out", str(sweep), "--workers", args.workers, "--pack", pack,
+                              *budget)
+        rlkit("report", str(sweep))
+        stats[pack] = intervals(sweep / "report" / "summary.json")
+        print(f"--pack {pack}: {seconds[pack]:.0f} s", flush=True)
+    committed = intervals(ROOT / args.committed) if not args.budget else {}
+    lines = [f"\n### A recipe packed vs alone (`--pack auto` vs `--pack 1`) — {time.strftime('%Y-%m-%d %H:%M')}",
+             f"Command: `python benchmarks/pack_speed.py {' '.join(sys.argv[1:])}` (spec {args.spec}, "
+             f"{args.workers} workers{', budget ' + args.budget if args.budget else ''})  ",
+             f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}, sweeps one after the other\n",
+             f"Wall time: `--pack 1` {seconds['1']:.0f} s, `--pack auto` {seconds['auto']:.0f} s: "
+             f"{seconds['1'] / seconds['auto']:.2f}× faster packed.\n",
+             "| variant | IQM [95% CI], alone | IQM [95% CI], packed | committed | packed overlaps committed |",
+             "|---|---|---|---|---|"]
+    fmt = lambda s: f"{s[0]:.1f} [{s[1]:.1f}, {s[2]:.1f}]"  # noqa: E731
+    for variant in stats["1"]:
+        packed, c = stats["auto"].get(variant), committed.get(variant)
+        overlap = "–" if c is None or packed is None else ("yes" if packed[1] <= c[2] and c[1] <= packed[2] else "no")
+        lines.append(f"| {variant} | {fmt(stats['1'][variant])} | {fmt(packed) if packed else '–'} | "
+                     f"{fmt(c) if c else '–'} | {overlap} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        with open(args.write, "a") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
