@@ -78,7 +78,8 @@ class Population:
         self.failed: dict[int, str] = {}
         first = members[0]
         self.cfg = first.cfg
-        self.stacked = StackedParameters([m.learner.flat for m in members], first.model)
+        self.stacked = StackedParameters([m.learner.flat for m in members], first.model,
+                                         fused=first.cfg.kernels != "plain")
         self.loss = StackedLoss(first.head, first.cfg.ppo)
         self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done

@@ -29,6 +29,7 @@ from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import loss_scalars
 from rlkit.fast.adam import step_together
+from rlkit.fast.stacked_mlp import StackedFusedMLP
 from rlkit.gym.policies import MLPActorCritic, NumpyActor
 
 
@@ -70,24 +71,29 @@ class StackedParameters:
     in place, with no full-size zero tensor per slice (as indexing ``theta`` inside the graph
     would build)."""
 
-    def __init__(self, flats: list[FlatParameters], model: MLPActorCritic) -> None:
+    def __init__(self, flats: list[FlatParameters], model: MLPActorCritic, fused: bool = False) -> None:
+        """``fused``: the forward and backward as one node (:class:`rlkit.fast.stacked_mlp.StackedFusedMLP`)."""
         sizes = {f.data.numel() for f in flats}
         if len(sizes) != 1:
             raise ValueError(f"members' parameter vectors differ in size: {sorted(sizes)}")
-        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, device=flats[0].data.device)
+        self.theta = torch.zeros(len(flats), sizes.pop(), dtype=flats[0].data.dtype, device=flats[0].data.device,
+                                 requires_grad=True)
         self.theta.grad = torch.zeros_like(self.theta)
         for k, flat in enumerate(flats):
-            flat.move_to(self.theta[k], self.theta.grad[k])
+            flat.move_to(self.theta.data[k], self.theta.grad[k])
         index = {id(p): i for i, p in enumerate(model.ordered_parameters())}
-        self.actor = [self._layer(layer) for layer in _layers(model.actor, flats[0], index)]
-        self.critic = [self._layer(layer) for layer in _layers(model.critic, flats[0], index)]
+        actor, critic = _layers(model.actor, flats[0], index), _layers(model.critic, flats[0], index)
+        self.actor = [self._layer(layer) for layer in actor]
+        self.critic = [self._layer(layer) for layer in critic]
+        self.fused = StackedFusedMLP(self.theta, [(la.weight, la.bias, la.shape) for la in actor],
+                                     [(la.weight, la.bias, la.shape) for la in critic]) if fused else None
         self.heads = {f"head.{name}": self._leaf(flats[0].slices[index[id(p)]], tuple(p.shape))
                       for name, p in model.head.named_parameters()}
         """The head's own parameters (a Gaussian's log-std), ``[K, *shape]`` leaves."""
 
     def _leaf(self, part: slice, shape: tuple[int, ...]) -> torch.Tensor:
         k = self.size
-        leaf = self.theta[:, part].view(k, *shape).requires_grad_()
+        leaf = self.theta.data[:, part].view(k, *shape).requires_grad_()
         leaf.grad = self.theta.grad[:, part].view(k, *shape)  # type: ignore[index]
         return leaf
 
@@ -112,6 +118,8 @@ class StackedParameters:
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``obs [K, B, obs_dim]`` -> (distribution params ``[K, B, out_dim]``, values ``[K, B]``)."""
+        if self.fused is not None:
+            return self.fused(obs)
         return self._mlp(obs, self.actor), self._mlp(obs, self.critic).squeeze(-1)
 
     def head_tensors(self) -> dict[str, torch.Tensor]:

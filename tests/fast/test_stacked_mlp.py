@@ -1,0 +1,43 @@
+"""The population's fused stacked MLP node against the plain batched forward (autograd through
+``baddbmm`` and ``tanh``): the same outputs and gradients, and a member's bits whatever ``K``."""
+
+import pytest
+import torch
+
+from rlkit.core.config import PPOConfig
+from rlkit.gym.stacked import StackedLoss
+from tests.gym.test_stacked import SPACES, _batch, _members
+
+
+def _loss_grads(kind, fused, k=3):
+    """The stacked outputs and ``[K, P]`` gradient of the PPO loss for members 0..k-1 of three,
+    each on its own rows of one batch of three members' data."""
+    models, plain = _members(kind, k)
+    mb = type(_batch(_members(kind, 3)[0], 3))(*(x[:k] for x in _batch(_members(kind, 3)[0], 3)))
+    if fused:
+        from rlkit.core.optim import FlatParameters
+        from rlkit.gym.stacked import StackedParameters
+
+        flats = [FlatParameters(m.ordered_parameters(), split=sum(p.numel() for p in m.actor_parameters()))
+                 for m in models]
+        plain = StackedParameters(flats, models[0], fused=True)
+    dist_params, values = plain.forward(mb.obs)
+    out = StackedLoss(models[0].head, PPOConfig())(plain.head_tensors(), dist_params, values, mb)
+    plain.zero_grad()
+    out.loss.sum().backward()
+    return dist_params.detach(), values.detach(), plain.theta.grad.clone()
+
+
+@pytest.mark.parametrize("kind", SPACES)
+def test_the_fused_node_gives_the_plain_forward_and_gradients(kind):
+    a, b = _loss_grads(kind, fused=False), _loss_grads(kind, fused=True)
+    for x, y in zip(a, b):
+        assert torch.allclose(x, y, atol=1e-5), (x - y).abs().max()
+    assert b[2].abs().sum() > 0
+
+
+@pytest.mark.parametrize("kind", SPACES)
+def test_a_members_bits_through_the_fused_node_do_not_depend_on_k(kind):
+    one, three = _loss_grads(kind, fused=True, k=1), _loss_grads(kind, fused=True, k=3)
+    for x, y in zip(one, three):
+        assert torch.equal(x[0], y[0])
