@@ -160,6 +160,19 @@ class NumpyCategorical:
         return out.argmax(-1)
 
 
+def gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """``log N(actions; mean, exp(log_std)^2)`` summed over the last axis: ``mean``, ``actions``
+    ``[..., B, A]``, ``log_std`` broadcasting to them (``[A]``, or ``[K, 1, A]`` for K members)."""
+    z = (actions - mean) * torch.exp(-log_std)
+    return (-0.5 * z.square() - log_std).sum(-1) - mean.shape[-1] * _LOG_SQRT_2PI
+
+
+def gaussian_entropy(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """The entropy ``[..., B]`` of :func:`gaussian_log_prob`'s Gaussian (the same for every row)."""
+    per_dim = log_std.sum(-1) + mean.shape[-1] * (0.5 + _LOG_SQRT_2PI)
+    return per_dim.expand(mean.shape[:-1])
+
+
 class DiagGaussianHead(nn.Module):
     """Diagonal Gaussian with a state-independent log-std (``Box``); params are means ``[B, A]``.
 
@@ -187,12 +200,10 @@ class DiagGaussianHead(nn.Module):
         return mean + noise * self.log_std.exp()
 
     def log_prob(self, mean: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        z = (actions - mean) * torch.exp(-self.log_std)
-        return (-0.5 * z.square() - self.log_std).sum(-1) - self.action_dim * _LOG_SQRT_2PI
+        return gaussian_log_prob(mean, self.log_std, actions)
 
     def entropy(self, mean: torch.Tensor) -> torch.Tensor:
-        per_dim = self.log_std.sum() + self.action_dim * (0.5 + _LOG_SQRT_2PI)
-        return per_dim.expand(mean.shape[0])
+        return gaussian_entropy(mean, self.log_std)
 
     def log_prob_entropy(self, mean: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``log_prob`` and ``entropy`` together (the PPO loss needs both)."""

@@ -24,7 +24,7 @@ from torch.func import functional_call, vmap
 
 from rlkit.core.buffer import Batch
 from rlkit.core.config import PPOConfig
-from rlkit.core.heads import PolicyHead
+from rlkit.core.heads import DiagGaussianHead, PolicyHead, gaussian_entropy, gaussian_log_prob
 from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import loss_scalars
@@ -143,13 +143,14 @@ class StackedLoss:
     """:func:`rlkit.core.loss.ppo_loss` for every member at once, each member's means its own
     (:func:`rlkit.core.loss.ppo_loss_terms` over the minibatch axis). A head that declares softmax
     logits (``fused_kind == "categorical"``: its ops act on the last axis) reads ``[K, B, A]`` as it
-    is; any other head runs once per member under ``torch.func.vmap`` with that member's
-    parameters (a Gaussian's log-std)."""
+    is; a diagonal Gaussian's formulas take each member's log-std broadcast over its rows; any
+    other head runs once per member under ``torch.func.vmap`` with that member's parameters."""
 
     def __init__(self, head: PolicyHead, hp: PPOConfig) -> None:
         self.hp = hp
         self.head = head
         self.direct = getattr(head, "fused_kind", None) == "categorical"
+        self.gaussian = isinstance(head, DiagGaussianHead)
         module = _HeadCall(head)
 
         def one(head_params: dict[str, torch.Tensor], dist_params: torch.Tensor,
@@ -163,6 +164,9 @@ class StackedLoss:
         """Per-member ``[K]`` losses (and ``[K, B]`` log-ratios) for ``[K, B, ...]`` inputs."""
         if self.direct:
             log_probs, entropy = self.head.log_prob_entropy(dist_params, mb.actions)
+        elif self.gaussian:  # each member's log-std [K, 1, A] broadcast over its rows
+            log_std = head_params["head.log_std"][:, None, :]
+            log_probs, entropy = gaussian_log_prob(dist_params, log_std, mb.actions), gaussian_entropy(dist_params, log_std)
         else:
             log_probs, entropy = self._per_member(head_params, dist_params, mb.actions)
         hp = self.hp
