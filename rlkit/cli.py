@@ -161,6 +161,8 @@ def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> i
     else:
         if known.seeds is not None and known.population is not None:
             raise ConfigError("give --seeds or --population, not both")
+        if known.seeds is not None and any(a == "--seed" or a.startswith("--seed=") for a in rest):
+            raise ConfigError("--seeds names every member's seed; drop --seed (--population K starts at --seed)")
         if known.population is not None and known.population < 1:
             raise ConfigError(f"--population must be >= 1, got {known.population}")
         seeds = known.seeds if known.seeds is not None else list(range(cfg.seed, cfg.seed + known.population))

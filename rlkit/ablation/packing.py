@@ -49,9 +49,11 @@ def _packable(config: dict[str, Any]) -> bool:
 
 
 def _started_alone(run_dir: Path) -> bool:
+    """A run directory with something written (more than its lock) by a run that trained alone."""
     from rlkit.gym.population_start import is_member
+    from rlkit.io.lock import RUN_LOCK
 
-    return run_dir.is_dir() and any(run_dir.iterdir()) and not is_member(run_dir)
+    return run_dir.is_dir() and any(p.name != RUN_LOCK for p in run_dir.iterdir()) and not is_member(run_dir)
 
 
 def pack_runs(todo: list[RunSpec], runs_dir: Path, pack: int | None, workers: int) -> list[Item]:

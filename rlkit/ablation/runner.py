@@ -32,7 +32,7 @@ from rlkit.ablation.packing import Item
 from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
-from rlkit.io.checkpoint import newest_checkpoint_steps
+from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
 from rlkit.io.progress import progress_bar
 
@@ -136,8 +136,8 @@ def _train_pack(runs: list[RunSpec], runs_dir: Path) -> dict[str, tuple[dict[str
     new, started = [], {}
     for run in runs:
         run_dir = runs_dir / run.name
-        if run_dir.exists() and not any(run_dir.iterdir()):
-            run_dir.rmdir()  # created, nothing written yet
+        if run_dir.exists():
+            discard_unused(run_dir)  # created (its lock at most), nothing written yet: it starts anew
         if run_dir.exists():
             started.setdefault(newest_checkpoint_steps(run_dir) or 0, []).append(run_dir)
         else:
@@ -162,8 +162,8 @@ def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
 
         run_dir.mkdir(exist_ok=True)
         return train_baseline(run.kind, cfg, run_dir)
-    if run_dir.exists() and not any(run_dir.iterdir()):
-        run_dir.rmdir()  # created, nothing written yet
+    if run_dir.exists():
+        discard_unused(run_dir)  # created (its lock at most), nothing written yet: it starts anew
     if run_dir.exists() and is_member(run_dir):  # packed before: alone it is a population of one
         (member,) = resume_population([run_dir])
         if member.result is None:

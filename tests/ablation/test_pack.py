@@ -2,12 +2,6 @@
 each run is the population member it would be trained alone as one, the tables are a sweep's, and a
 sweep killed with SIGKILL resumes to the same results whether it resumes packed or alone."""
 
-import os
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
 
 import rlkit
@@ -16,7 +10,7 @@ from rlkit.ablation.spec import load_spec
 from rlkit.ablation.sweep import run_sweep
 from rlkit.errors import ConfigError
 from rlkit.gym.population_start import train_population
-from tests.ablation.test_sweep import ROOT, SPEC, rows, write_spec
+from tests.ablation.test_sweep import SPEC, rows, sigkill_mid_sweep, write_spec
 from tests.robustness.helpers import error_line, run_cli
 from tests.test_reproducibility import assert_same_bits, final_tensors
 
@@ -69,17 +63,7 @@ def test_a_packed_sweep_killed_with_sigkill_resumes_alone_or_packed_to_the_same_
     spec = write_spec(tmp_path, SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")
                       .replace("total_steps = 1024", "total_steps = 8192"))
     out = tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "2"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
-    time.sleep(0.5)  # the workers die with the sweep (PR_SET_PDEATHSIG)
+    sigkill_mid_sweep(spec, out, "--pack", "2")
     resumed = run_sweep(spec, str(out), workers=2, progress=False, pack=1)  # each member alone
     straight = run_sweep(spec, str(tmp_path / "straight"), workers=2, progress=False, pack=2)
     key = lambda r: (r["variant"], r["seed"], r["step"])  # noqa: E731
@@ -88,3 +72,20 @@ def test_a_packed_sweep_killed_with_sigkill_resumes_alone_or_packed_to_the_same_
     assert resumed.done == straight.done == 4 and a == b and len(a) == 4 * 16
     for run_dir in (tmp_path / "straight" / "runs").iterdir():
         assert_same_bits(final_tensors(run_dir), final_tensors(out / "runs" / run_dir.name))
+
+
+def test_runs_killed_while_their_population_started_up_train_anew_packed(tmp_path):
+    """A kill between a member's folder (its lock) and its first file leaves folders holding only
+    the lock: nothing of the run was written, so it starts again, in its pack."""
+    from rlkit.ablation.results import claim_sweep_dir
+    from rlkit.io.lock import RUN_LOCK
+
+    spec = write_spec(tmp_path, PACKED)
+    claim_sweep_dir(tmp_path / "out", load_spec(spec), None)  # the sweep had started
+    runs = tmp_path / "out" / "runs"
+    for seed in (1, 2):
+        (runs / f"ppo__CartPole-v1__s{seed}").mkdir(parents=True)
+        (runs / f"ppo__CartPole-v1__s{seed}" / RUN_LOCK).write_text("")
+    summary = run_sweep(spec, str(tmp_path / "out"), workers=1, progress=False)
+    assert summary.done == 9 and summary.failed == 0
+    assert all((runs / f"ppo__CartPole-v1__s{s}" / "population.json").is_file() for s in (1, 2, 3))

@@ -170,13 +170,11 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path, capsys):
     assert "rlkit-test/Raising-v0 / seed 1: failed" in Path(report["report"]).read_text()
 
 
-def test_a_sweep_killed_with_sigkill_resumes_to_the_same_results(finished, tmp_path):
-    spec, reference, _ = finished
-    spec = write_spec(tmp_path, SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")
-                      .replace("total_steps = 1024", "total_steps = 8192"))
-    out = tmp_path / "out"
+def sigkill_mid_sweep(spec, out, *flags):
+    """Start ``rlkit sweep spec --out out --workers 2 flags``, SIGKILL it once a run has
+    checkpointed and before all have finished; the workers die with it."""
     cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2"]
+           "sweep", spec, "--out", str(out), "--workers", "2", *flags]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
@@ -186,6 +184,14 @@ def test_a_sweep_killed_with_sigkill_resumes_to_the_same_results(finished, tmp_p
     proc.wait()
     assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
     time.sleep(0.5)  # the workers die with the sweep (PR_SET_PDEATHSIG)
+
+
+def test_a_sweep_killed_with_sigkill_resumes_to_the_same_results(finished, tmp_path):
+    spec, reference, _ = finished
+    spec = write_spec(tmp_path, SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")
+                      .replace("total_steps = 1024", "total_steps = 8192"))
+    out = tmp_path / "out"
+    sigkill_mid_sweep(spec, out)
     resumed = run_sweep(spec, str(out), workers=2, progress=False)
     assert resumed.done == 4 and resumed.ran >= 1
     straight = run_sweep(spec, str(tmp_path / "straight"), workers=2, progress=False)
