@@ -5,19 +5,12 @@ Nothing has been written by then."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _received: list[int] = []
-
-
-class _Stopped(KeyboardInterrupt):
-    """A signal during the imports; ``signum`` says which."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 def _hold_signals() -> None:
@@ -39,19 +32,21 @@ def _quiet_race(hook):  # type: ignore[no-untyped-def]
 
 
 def _on_signal(signum: int, frame: object) -> None:
+    """A signal during the imports ends the process here. Not by raising: the handler can run
+    inside an extension's import (torch's C++ calling back into Python), where an exception makes
+    the C++ runtime abort the process (SIGABRT) instead of unwinding."""
     _hold_signals()
     if not _received:  # a second signal (Ctrl-C pressed twice) finds the exit already under way
         _received.append(signum)
-        raise _Stopped(signum)
+        sys.stderr.write("rlkit: interrupted while starting; nothing was written\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
 
 
 def main() -> int:
     previous = {s: signal.signal(s, _on_signal) for s in _SIGNALS}
-    try:
-        from rlkit.cli import main as cli_main
-    except _Stopped as exc:
-        print("rlkit: interrupted while starting; nothing was written", file=sys.stderr)
-        return 128 + exc.signum
+    from rlkit.cli import main as cli_main
+
     for s, handler in previous.items():
         signal.signal(s, handler)
     try:
