@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from report import emit
+
 ROOT = Path(__file__).parents[1]
 CLI = "import sys, rlkit_launch; sys.argv[0] = 'rlkit'; sys.exit(rlkit_launch.main())"
 
@@ -72,11 +74,7 @@ def main() -> None:
         overlap = "–" if c is None or packed is None else ("yes" if packed[1] <= c[2] and c[1] <= packed[2] else "no")
         lines.append(f"| {variant} | {fmt(stats['1'][variant])} | {fmt(packed) if packed else '–'} | "
                      f"{fmt(c) if c else '–'} | {overlap} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write(text)
+    emit(lines, args.write)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from report import emit
+
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", backend="vector", steps=20_000, sizes=(1, 64, 256)),
     "hopper": dict(preset="mujoco", env="Hopper-v5", backend="gymnasium", steps=4096, sizes=(1, 16, 64)),
@@ -100,11 +102,7 @@ def main() -> None:
                        f"{r['steps'] / r['seconds']:,.0f} | {r['loop_steps_per_second']:,.0f} |")
             print(row, flush=True)
             lines.append(row)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write(text)
+    emit(lines, args.write)
 
 
 if __name__ == "__main__":
