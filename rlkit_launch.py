@@ -32,9 +32,8 @@ def _quiet_race(hook):  # type: ignore[no-untyped-def]
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    """A signal during the imports ends the process here. Not by raising: the handler can run
-    inside an extension's import (torch's C++ calling back into Python), where an exception makes
-    the C++ runtime abort the process (SIGABRT) instead of unwinding."""
+    """A signal during the imports ends the process here, once they are done (see
+    :func:`_import_cli`), with one line and no traceback."""
     _hold_signals()
     if not _received:  # a second signal (Ctrl-C pressed twice) finds the exit already under way
         _received.append(signum)
@@ -43,10 +42,25 @@ def _on_signal(signum: int, frame: object) -> None:
         os._exit(128 + signum)
 
 
+def _import_cli():  # type: ignore[no-untyped-def]
+    """rlkit's CLI, imported with SIGINT and SIGTERM blocked at the OS level: a signal stays
+    pending until the imports are done and is then handled in Python, never inside an extension's
+    import (torch's C++ start-up either aborts on an exception raised by a handler it calls back or
+    fails on an interrupted system call)."""
+    block = hasattr(signal, "pthread_sigmask")
+    if block:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        from rlkit.cli import main as cli_main
+    finally:
+        if block:  # a pending signal reaches _on_signal here, in plain Python
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    return cli_main
+
+
 def main() -> int:
     previous = {s: signal.signal(s, _on_signal) for s in _SIGNALS}
-    from rlkit.cli import main as cli_main
-
+    cli_main = _import_cli()
     for s, handler in previous.items():
         signal.signal(s, handler)
     try:
