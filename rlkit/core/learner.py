@@ -9,6 +9,8 @@ passed down to be mutated.
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
@@ -18,6 +20,8 @@ import torch
 from rlkit.core.optim import FlatParameters, Optimizer, adam_state, restore_adam_state
 from rlkit.core.parts import Passes, load_part_states, save_part_states
 from rlkit.io.checkpoint import prefixed, unprefixed
+
+log = logging.getLogger("rlkit")
 
 
 class Hook(Protocol):
@@ -102,8 +106,22 @@ class Learner:
         """Inverse of :meth:`checkpoint` (the parameters themselves are the trainer's to restore)."""
         # Adam's state is empty before its first step (HP3O takes none until an episode has finished).
         restore_adam_state(self.optimizer, self.flat.param, unprefixed("optim", tensors))
-        self.generator.set_state(tensors["rng.generator"])
+        restore_generator(self.generator, tensors["rng.generator"])
         if "rng.torch" in tensors:
             torch.set_rng_state(tensors["rng.torch"])
         load_part_states([*self.hooks, self.source], tensors, state.get("variants", {}))
         self.rng.bit_generator.state = state["rng_numpy"]
+
+
+def restore_generator(generator: torch.Generator, stored: torch.Tensor) -> None:
+    """Set ``generator`` to a stored state. A state saved on another kind of device (a CPU
+    Mersenne Twister's 5056 bytes against CUDA's Philox seed and offset) cannot be set: the
+    generator is then seeded from a hash of the stored bytes, so resuming the same checkpoint on
+    the same device twice draws the same stream, and a warning says the stream is a new one."""
+    if stored.numel() == generator.get_state().numel():
+        generator.set_state(stored)
+        return
+    seed = int.from_bytes(hashlib.sha256(stored.cpu().numpy().tobytes()).digest()[:8], "little") >> 1
+    generator.manual_seed(seed)
+    log.warning("the checkpoint's sampling stream was saved on another kind of device than %s: "
+                "it continues from a new stream seeded from the stored one", generator.device)

@@ -113,3 +113,23 @@ def test_an_earlier_gym_checkpoint_reads_in_todays_keys():
     assert (out["trainer"], out["env_steps"], out["seconds"]) == ("gym", 1024, 0.5)
     assert out["config"]["checkpoint_every"] == 512 and torch.equal(tensors["rng.generator"], gen)
     assert migrate_checkpoint(tensors, out) == (tensors, out)  # today's checkpoints are read as they are
+
+
+def test_a_generator_state_from_another_kind_of_device_reseeds_from_it_the_same_way_each_time(caplog):
+    """A CUDA generator's state (Philox seed and offset, 16 bytes) restored into a CPU generator
+    (and the reverse on a GPU machine): a new stream seeded from the stored bytes, with a warning."""
+    cuda_like = torch.tensor(list(range(16)), dtype=torch.uint8)
+    draws = []
+    for _ in range(2):
+        a = learner(seed=3)
+        tensors, state = a.checkpoint()
+        tensors["rng.generator"] = cuda_like
+        with caplog.at_level("WARNING", logger="rlkit"):
+            a.restore(tensors, state)
+        draws.append(torch.randperm(50, generator=a.generator))
+    assert torch.equal(draws[0], draws[1])
+    other = learner(seed=3)
+    tensors["rng.generator"] = cuda_like.flip(0)
+    other.restore(tensors, state)
+    assert not torch.equal(torch.randperm(50, generator=other.generator), draws[0])
+    assert "another kind of device" in caplog.text
