@@ -3,6 +3,7 @@ cannot use CUDA): the runs finish there as with forked workers."""
 
 import csv
 
+import pytest
 import torch
 
 from rlkit.ablation import runner
@@ -25,3 +26,12 @@ def test_a_sweep_from_a_process_holding_cuda_spawns_its_workers_and_gets_the_sam
             return {(r["variant"], r["step"]): r["eval_return_mean"] for r in csv.DictReader(f)}
 
     assert returns(tmp_path / "forked") == returns(tmp_path / "spawned")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_sweep_after_cuda_is_really_initialized_finishes_in_spawned_workers(tmp_path):
+    text = SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "").replace("seeds = 2", "seeds = 1")
+    spec = write_spec(tmp_path, text)
+    torch.zeros(1, device="cuda")  # the parent now holds a CUDA context
+    assert torch.cuda.is_initialized() and runner.pool_context().get_start_method() == "spawn"
+    assert run_sweep(spec, str(tmp_path / "sweep"), workers=2, progress=False).done == 2
