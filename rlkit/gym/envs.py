@@ -116,6 +116,8 @@ def _signal_free_worker(*args: Any) -> None:
     except Exception as exc:  # reported as Gymnasium's workers report a failed step: the trainer raises it
         error_queue.put((index, type(exc), exc, traceback.format_exc()))
         pipe.send((None, False))
+        with contextlib.suppress(EOFError, OSError):  # the trainer's first command (or its closing the pipe):
+            pipe.recv()  # exiting before it would close the pipe under it, and it would report a broken pipe
         sys.exit(1)
     _async_worker(index, lambda: env, *args[2:])
 

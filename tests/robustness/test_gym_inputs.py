@@ -288,6 +288,31 @@ def test_an_env_that_fails_in_an_async_worker_is_one_line_naming_the_cause(tmp_p
     assert "cannot open the simulator in this worker" in line
 
 
+def _fails() -> None:
+    raise RuntimeError("cannot open the simulator in this worker")
+
+
+def test_a_worker_whose_env_fails_keeps_its_pipe_open_until_the_trainer_has_spoken():
+    """However late the trainer sends its first command (a slow parent, a fast worker), the send
+    finds the worker's pipe open and the trainer then reads the worker's error, not a broken pipe."""
+    import multiprocessing
+    import time
+
+    from rlkit.gym.envs import _signal_free_worker
+
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    errors = ctx.Queue()
+    worker = ctx.Process(target=_signal_free_worker, args=(0, _fails, child, parent, None, errors, None, None))
+    worker.start()
+    child.close()
+    assert parent.recv() == (None, False)
+    time.sleep(1.0)  # the worker has long had time to exit
+    parent.send(("_check_spaces", None))  # a BrokenPipeError here is what the trainer would report
+    worker.join(10)
+    assert worker.exitcode == 1 and "cannot open the simulator" in str(errors.get(timeout=5)[2])
+
+
 @pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
 def test_an_env_whose_close_raises_costs_no_result_and_eval_still_works(tmp_path, async_envs):
     """A failure to close is one warning: the finished run keeps its evaluation and result (with
