@@ -205,11 +205,19 @@ def _init_worker(stopping: Any = None) -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def cuda_in_reach() -> bool:
+    """Whether this process has CUDA or could: a CUDA build of torch and a GPU. Once a process has
+    asked the CUDA driver anything (``torch.cuda.is_available()`` included), a forked child of it
+    cannot use CUDA, so a forked worker's runs on ``--device auto`` would all fail on a GPU."""
+    import torch
+
+    return torch.cuda.is_initialized() or (torch.version.cuda is not None and torch.cuda.is_available())
+
+
 def pool_context() -> Any:
-    """How the pool's workers start: forked (at once), unless this process has initialized CUDA,
-    which a forked child cannot use (its runs would all fail on a GPU): then spawned."""
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_initialized():
+    """How the pool's workers start: forked (at once) where CUDA is out of reach (a CPU build of
+    torch, or no GPU), else spawned (each worker imports rlkit anew, a second or two)."""
+    if cuda_in_reach():
         return multiprocessing.get_context("spawn")
     return multiprocessing.get_context()
 

@@ -1,5 +1,5 @@
-"""A sweep started from a process that has initialized CUDA spawns its workers (a forked child
-cannot use CUDA): the runs finish there as with forked workers."""
+"""A sweep on a machine with CUDA in reach spawns its workers (a forked child of a process that
+has asked the CUDA driver anything cannot use CUDA): the runs finish there as with forked workers."""
 
 import csv
 
@@ -11,12 +11,24 @@ from rlkit.ablation.sweep import run_sweep
 from tests.ablation.test_sweep import SPEC, write_spec
 
 
-def test_a_sweep_from_a_process_holding_cuda_spawns_its_workers_and_gets_the_same_results(tmp_path, monkeypatch):
+def test_workers_fork_only_where_cuda_is_out_of_reach(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    assert runner.pool_context().get_start_method() == "spawn"
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert runner.pool_context().get_start_method() == "spawn"  # a CUDA build beside a GPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert runner.pool_context().get_start_method() != "spawn"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="forked workers of a process that asked the CUDA driver fail")
+def test_a_sweep_in_spawned_workers_gets_the_forked_workers_results(tmp_path, monkeypatch):
     text = SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "").replace("seeds = 2", "seeds = 1")
     spec = write_spec(tmp_path, text)
-    assert runner.pool_context().get_start_method() != "spawn" or torch.cuda.is_initialized()
+    assert runner.pool_context().get_start_method() != "spawn"
     forked = run_sweep(spec, str(tmp_path / "forked"), workers=2, progress=False)
-    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(runner, "cuda_in_reach", lambda: True)
     assert runner.pool_context().get_start_method() == "spawn"
     spawned = run_sweep(spec, str(tmp_path / "spawned"), workers=2, progress=False)
     assert forked.done == spawned.done == 2
@@ -32,6 +44,6 @@ def test_a_sweep_from_a_process_holding_cuda_spawns_its_workers_and_gets_the_sam
 def test_a_sweep_after_cuda_is_really_initialized_finishes_in_spawned_workers(tmp_path):
     text = SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "").replace("seeds = 2", "seeds = 1")
     spec = write_spec(tmp_path, text)
-    torch.zeros(1, device="cuda")  # the parent now holds a CUDA context
-    assert torch.cuda.is_initialized() and runner.pool_context().get_start_method() == "spawn"
+    assert runner.pool_context().get_start_method() == "spawn"  # the GPU is in reach
+    torch.zeros(1, device="cuda")  # and now the parent holds a CUDA context
     assert run_sweep(spec, str(tmp_path / "sweep"), workers=2, progress=False).done == 2

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 @pytest.mark.parametrize("first,then", [("cpu", "cuda"), ("cuda", "cpu")])
 def test_a_checkpoint_resumes_on_the_other_device(logdir, first, then):
-    trainer(logdir, run_name="r", iterations=2, device=first).train()
-    resumed = RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "r"), iterations=4, device=then), reward=good_rate,
-                          policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    trainer(logdir, run_name="r", iterations=2, device=first, checkpoint_every=8 * 4).train()
+    resumed = RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "r")), reward=good_rate, policy=tiny_lm.causal_lm(),
+                          tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS, changes={"iterations": 4, "device": then})
     assert resumed.iteration == 2
     out = resumed.train()
     assert len(out.history) == 4 and resumed.learner.flat.data.device.type == then
