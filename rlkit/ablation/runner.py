@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator
 
 from rlkit.ablation.packing import Item
 from rlkit.ablation.reaper import start_reaper, stop_reaper
+from rlkit.ablation.registry import register_missing, sweep_env_specs
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
@@ -189,12 +190,14 @@ _STOPPING: Any = None
 """In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
 
 
-def _init_worker(stopping: Any = None) -> None:
-    """Pool workers: one thread (see :func:`_one_thread`), die with the sweep (so a re-run never
-    races an orphan), and a session of their own: a terminal's Ctrl-C reaches the sweep process
-    alone, which passes one SIGINT to each run in flight (see :func:`run_local`)."""
+def _init_worker(stopping: Any = None, env_specs: Any = ()) -> None:
+    """Pool workers: one thread (see :func:`_one_thread`), the sweep's own env registrations
+    (spawned workers lack them), die with the sweep (so a re-run never races an orphan), and a
+    session of their own: a terminal's Ctrl-C reaches the sweep process alone, which passes one
+    SIGINT to each run in flight (see :func:`run_local`)."""
     global _STOPPING
     _STOPPING = stopping
+    register_missing(list(env_specs))
     _one_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
@@ -230,7 +233,7 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
     context = pool_context()
     stopping = context.Event()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                               initargs=(stopping,))
+                               initargs=(stopping, sweep_env_specs(runs)))
     try:
         with _interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute_pack if isinstance(item, list) else execute, item, str(sweep_dir))
@@ -300,8 +303,9 @@ def run_ray(runs: list[Item], sweep_dir: Path, workers: int, address: str | None
             ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         task = ray.remote(num_cpus=1, num_gpus=gpus_per_run)(_ray_execute)
-        pending = [task.remote([asdict(r) for r in item] if isinstance(item, list) else asdict(item), str(sweep_dir))
-                   for item in runs]
+        specs = sweep_env_specs(runs)
+        pending = [task.remote([asdict(r) for r in item] if isinstance(item, list) else asdict(item), str(sweep_dir),
+                               specs) for item in runs]
         while pending:
             finished, pending = ray.wait(pending, num_returns=1)
             outcome = ray.get(finished[0])
@@ -314,8 +318,10 @@ def run_ray(runs: list[Item], sweep_dir: Path, workers: int, address: str | None
             stop_reaper(reaper)
 
 
-def _ray_execute(run: dict[str, Any] | list[dict[str, Any]], sweep_dir: str) -> Outcome | list[Outcome]:
+def _ray_execute(run: dict[str, Any] | list[dict[str, Any]], sweep_dir: str,
+                 env_specs: Any = ()) -> Outcome | list[Outcome]:
     _one_thread()
+    register_missing(list(env_specs))
     if isinstance(run, list):
         return execute_pack([RunSpec(**r) for r in run], sweep_dir)
     return execute(RunSpec(**run), sweep_dir)

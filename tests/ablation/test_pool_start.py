@@ -47,3 +47,16 @@ def test_a_sweep_after_cuda_is_really_initialized_finishes_in_spawned_workers(tm
     assert runner.pool_context().get_start_method() == "spawn"  # the GPU is in reach
     torch.zeros(1, device="cuda")  # and now the parent holds a CUDA context
     assert run_sweep(spec, str(tmp_path / "sweep"), workers=2, progress=False).done == 2
+
+
+def test_an_env_registered_only_in_the_sweeps_process_reaches_spawned_workers(tmp_path, monkeypatch):
+    import gymnasium as gym
+
+    env_id = "rlkit-test/RegisteredHereOnly-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point="tests.toy_envs:IdentityDiscrete", max_episode_steps=20)
+    text = (SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "").replace("seeds = 2", "seeds = 1")
+            .replace("CartPole-v1", env_id))
+    monkeypatch.setattr(runner, "cuda_in_reach", lambda: True)
+    summary = run_sweep(write_spec(tmp_path, text), str(tmp_path / "out"), workers=2, progress=False)
+    assert (summary.done, summary.failed) == (2, 0)
