@@ -101,18 +101,25 @@ class Agent:
         """Env-ready action(s) for one observation or a batch: ``[N, *obs_shape]`` for a Box space,
         a list of observations for any other. ``action_mask``: ``[A]`` or ``[N, A]`` booleans for a
         policy trained with masks (None: every action allowed)."""
-        batch, single = self._encode(obs)
-        if not np.isfinite(batch).all():
-            raise ObservationError("observation contains NaN or inf")
-        x = self.obs_norm(batch, update=False)
-        if self.masked:
-            x = np.concatenate([x, self._mask(action_mask, len(x)).astype(x.dtype)], axis=1)
+        x, single = self.inputs(obs, action_mask)
         if deterministic:
             actions = self.actor.mode(x)
         else:
             actions = self.actor.act(x, rng if rng is not None else np.random.default_rng()).actions
         actions = self.model.head.to_env(actions)
         return actions[0] if single else actions
+
+    def inputs(self, obs: Any, action_mask: Any = None) -> tuple[np.ndarray, bool]:
+        """What the actor reads for ``obs`` (as :meth:`act` takes it): ``([N, in_dim]`` encoded,
+        checked finite, normalized with the frozen statistics, masks appended``, whether obs was one
+        observation)``; a bad observation is a one-line ObservationError."""
+        batch, single = self._encode(obs)
+        if not np.isfinite(batch).all():
+            raise ObservationError("observation contains NaN or inf")
+        x = self.obs_norm(batch, update=False)
+        if self.masked:
+            x = np.concatenate([x, self._mask(action_mask, len(x)).astype(x.dtype)], axis=1)
+        return x, single
 
     def _mask(self, action_mask: Any, n: int) -> np.ndarray:
         """``[n, A]`` bool masks (all allowed when None), or a one-line ObservationError."""

@@ -27,6 +27,7 @@ from rlkit.core.buffer import Rollout
 from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, set_learning_rate, stop_on_signals
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
+from rlkit.gym.population_eval import evaluate_together
 from rlkit.gym.population_rollout import StackedRollout
 from rlkit.gym.stacked import MemberBatch, StackedLoss, StackedParameters, stacked_epochs
 from rlkit.gym.trainer import PPOTrainer, TrainResult
@@ -140,8 +141,7 @@ class Population:
                 if stop.signum is not None:
                     raise SignalStop(stop.signum)
                 stop.at_once = True
-                for k in self.live():
-                    self._guard(k, self.members[k].finish, loggers[k])
+                self._evaluate([k for k in self.live() if self._guard(k, self.members[k].end_training)], loggers)
             except SignalStop as exc:
                 for k in self.live():
                     self.members[k].abort(exc)
@@ -195,7 +195,21 @@ class Population:
             if batch is not None and result is not None and k not in self.failed:
                 steps += self._log(k, batch, result, seconds, loggers[k], schedule)
         self.updates_done += 1
+        self._evaluate([k for k in self.live() if self.members[k].evaluation_due()], loggers)
         return steps
+
+    def _evaluate(self, due: list[int], loggers: list[Logger]) -> None:
+        """The ``due`` members' evaluations of their current weights, run together; a member whose
+        evaluation fails is failed."""
+        if not due:
+            return
+        for k in due:
+            self.members[k].agent.actor = self.members[k].model.snapshot()
+        for k, outcome in zip(due, evaluate_together([self.members[k] for k in due])):
+            if isinstance(outcome, RlkitError):
+                self._fail(k, outcome)
+            else:
+                self._guard(k, self.members[k].record_evaluation, outcome, loggers[k])
 
     def _log(self, k: int, batch: MemberBatch, result: Any, seconds: float, logger: Logger,
              schedule: Schedule) -> int:
@@ -216,6 +230,5 @@ class Population:
         stats["charts/learning_rate"] = schedule.lr(m.progress.updates_done - 1)
         stats["charts/steps_per_second"] = units / seconds
         logger.scalars(stats, m.progress.env_steps)
-        self._guard(k, m.after_update, stats, logger)
         return units
 

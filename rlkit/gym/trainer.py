@@ -260,10 +260,15 @@ class PPOTrainer:
         return Iteration(stats, self.cfg.batch_size, f"ret={np.mean(recent):.1f}" if recent else None)
 
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:
-        cfg, steps = self.cfg, self.progress.env_steps
-        if cfg.eval_every and cfg.eval_episodes and self.progress.updates_done < cfg.num_updates and \
-                steps // cfg.eval_every > (steps - cfg.batch_size) // cfg.eval_every:
+        if self.evaluation_due():
             self._evaluate(logger)
+
+    def evaluation_due(self) -> bool:
+        """After an update: whether it crossed a multiple of ``eval_every`` (the last update's
+        evaluation is the final one, in :meth:`finish`)."""
+        cfg, steps = self.cfg, self.progress.env_steps
+        return bool(cfg.eval_every and cfg.eval_episodes and self.progress.updates_done < cfg.num_updates and
+                    steps // cfg.eval_every > (steps - cfg.batch_size) // cfg.eval_every)
 
     def save(self, scheduled: bool) -> Path:
         return save_gym(self.run_dir, self.cfg, self.learner, self.progress, self.parts, scheduled)
@@ -273,10 +278,14 @@ class PPOTrainer:
 
     def finish(self, logger: Logger) -> None:
         """Close the envs; evaluate, unless a finished run was resumed (its final evaluation stands)."""
+        if self.end_training():
+            self._evaluate(logger)
+
+    def end_training(self) -> bool:
+        """Close the envs and snapshot the trained actor; returns whether a final evaluation is due."""
         close_envs(self.envs, self.cfg.env)
         self.agent.actor = self.model.snapshot()  # the returned agent acts with the trained weights
-        if self.prior is None and self.cfg.eval_episodes:
-            self._evaluate(logger)
+        return self.prior is None and bool(self.cfg.eval_episodes)
 
     def abort(self, error: BaseException) -> None:
         """Close the envs (idle workers, after an interrupt's checkpoint, close normally)."""
@@ -328,16 +337,25 @@ class PPOTrainer:
     def _evaluate(self, logger: Logger) -> EvalResult:
         """Deterministic evaluation of the current policy on its own env and seeds (the training
         envs and random streams are untouched)."""
-        cfg, steps = self.cfg, self.progress.env_steps
+        cfg = self.cfg
         self.agent.actor = self.model.snapshot()
-        evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=cfg.seed + EVAL_SEED_OFFSET,
+        evaluation = self.agent.evaluate(cfg.env, cfg.eval_episodes, seed=self.eval_seed(),
                                          max_steps=cfg.eval_max_steps or None, env_kwargs=cfg.env_options,
                                          wrappers=cfg.env_wrappers)
+        self.record_evaluation(evaluation, logger)
+        return evaluation
+
+    def eval_seed(self) -> int:
+        """The first evaluation episode's seed (episode i: this + i), apart from every training seed."""
+        return self.cfg.seed + EVAL_SEED_OFFSET
+
+    def record_evaluation(self, evaluation: EvalResult, logger: Logger) -> None:
+        """Log an evaluation of the current policy and add it to the run's history."""
+        steps = self.progress.env_steps
         logger.scalars({"eval/return_mean": evaluation.mean, "eval/return_std": evaluation.std,
                         "eval/capped_episodes": float(evaluation.capped)}, steps)
         self.parts.evaluations.history.append((steps, evaluation.mean, evaluation.std))
         self.parts.evaluations.seconds.append(self.progress.seconds)
-        return evaluation
 
     def episode_stats(self) -> dict[str, float]:
         finished = self.parts.episodes.pop()

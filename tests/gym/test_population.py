@@ -153,3 +153,25 @@ def test_the_cli_refuses_contradicting_population_flags(tmp_path):
                         (["--seeds", "1", "--seed=3"], "drop --seed")]:
         out = run_cli("train", *argv, "--logdir", str(tmp_path))
         assert out.returncode == 2 and match in out.stderr and out.stderr.count("\n") == 1, out.stderr
+
+
+@pytest.mark.parametrize("env, extra", [("CartPole-v1", {}), ("Pendulum-v1", {"norm_obs": True})])
+def test_members_evaluate_together_as_each_single_run_evaluates(tmp_path, env, extra):
+    """The members' evaluations run in lockstep through one batched forward; each is what the
+    single-run protocol (run_episodes with the member's own agent, env and seeds) gives."""
+    from rlkit.core.loop import EVAL_SEED_OFFSET
+
+    out = train_population(_cfg(tmp_path, "p", env=env, eval_every=1024, eval_episodes=3, **extra), [3, 4, 5])
+    for o in out:
+        assert o.error is None and [s for s, _, _ in o.result.eval_history] == [1024, 2048]
+        agent, cfg = rlkit.Agent.load(o.run_dir)  # the final weights and normalization statistics
+        alone = agent.evaluate(cfg.env, 3, seed=o.seed + EVAL_SEED_OFFSET)
+        assert o.result.eval_history[-1][1:] == (alone.mean, alone.std)
+
+
+def test_a_member_whose_evaluation_fails_is_failed_and_the_others_evaluate(tmp_path):
+    # The env raises once reset with seed 10003: member 3's first evaluation episode, no training env.
+    bad, ok = train_population(_cfg(tmp_path, "p", env="rlkit-test/RaisesForSeed100-v0", total_steps=512,
+                                    env_kwargs='{"seed": 10003, "after": 3}'), [3, 4])
+    assert bad.result is None and bad.error.startswith("evaluation on rlkit-test/RaisesForSeed100-v0 failed")
+    assert ok.error is None and len(ok.result.eval_history) == 1
