@@ -22,7 +22,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2  # two pytest-xdist workers: most tests wait on subprocesses
 	$(PY) -m pytest -q --nbmake notebooks
 
 test-slow: setup
