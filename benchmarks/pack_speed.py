@@ -7,6 +7,11 @@ of each ``rlkit sweep`` command is measured, then ``rlkit report`` of each, and 
 
     python benchmarks/pack_speed.py                      # experiments/outer_ppo/cartpole.toml, 2 workers
     python benchmarks/pack_speed.py --spec experiments/outer_ppo/cartpole.toml --budget smoke --write ""
+    python benchmarks/pack_speed.py --vector     # and a third sweep: packed, every env on CartPole's vector backend
+
+``--vector`` runs a copy of the spec with ``env_backend = "vector"`` packed: the populations step all
+members' envs as one vectorized CartPole. Its runs are other runs than the committed ones (the
+vector env draws its resets otherwise), so only its statistics are comparable.
 """
 
 from __future__ import annotations
@@ -47,17 +52,23 @@ def main() -> None:
     parser.add_argument("--workers", default="2")
     parser.add_argument("--budget", default=None, help="a spec budget (smoke) for a quick look")
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--vector", action="store_true", help="also a packed sweep on the vector env backend")
     args = parser.parse_args()
     budget = ["--budget", args.budget] if args.budget else []
     out = Path(tempfile.mkdtemp(prefix="rlkit-pack-speed-"))
     seconds, stats = {}, {}
-    for pack in ("1", "auto"):
+    specs = {"1": args.spec, "auto": args.spec}
+    if args.vector:
+        specs["vector"] = str(out / "vector.toml")
+        text = Path(args.spec).read_text()
+        Path(specs["vector"]).write_text(text.replace("\n[", '\nenv_backend = "vector"\n\n[', 1))
+    for pack, spec in specs.items():
         sweep = out / f"pack-{pack}"
-        seconds[pack] = rlkit("sweep", args.spec, "--out", str(sweep), "--workers", args.workers, "--pack", pack,
-                              *budget)
+        seconds[pack] = rlkit("sweep", spec, "--out", str(sweep), "--workers", args.workers, "--pack",
+                              "1" if pack == "1" else "auto", *budget)
         rlkit("report", str(sweep))
         stats[pack] = intervals(sweep / "report" / "summary.json")
-        print(f"--pack {pack}: {seconds[pack]:.0f} s", flush=True)
+        print(f"{pack}: {seconds[pack]:.0f} s", flush=True)
     committed = intervals(ROOT / args.committed) if not args.budget else {}
     lines = [f"\n### A recipe packed vs alone (`--pack auto` vs `--pack 1`) — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/pack_speed.py {' '.join(sys.argv[1:])}` (spec {args.spec}, "
@@ -65,16 +76,30 @@ def main() -> None:
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, sweeps one after the other\n",
              f"Wall time: `--pack 1` {seconds['1']:.0f} s, `--pack auto` {seconds['auto']:.0f} s: "
-             f"{seconds['1'] / seconds['auto']:.2f}× faster packed.\n",
-             "| variant | IQM [95% CI], alone | IQM [95% CI], packed | committed | packed overlaps committed |",
-             "|---|---|---|---|---|"]
-    fmt = lambda s: f"{s[0]:.1f} [{s[1]:.1f}, {s[2]:.1f}]"  # noqa: E731
+             f"{seconds['1'] / seconds['auto']:.2f}× faster packed"
+             + (f"; packed on the vector backend {seconds['vector']:.0f} s: {seconds['1'] / seconds['vector']:.2f}×"
+                if args.vector else "") + ".\n",
+             "| variant | IQM [95% CI], alone | IQM [95% CI], packed | " + ("packed, vector | " if args.vector else "")
+             + "committed | packed overlaps committed |" + (" vector overlaps |" if args.vector else ""),
+             "|---|---|---|---|---|" + ("---|---|" if args.vector else "")]
     for variant in stats["1"]:
-        packed, c = stats["auto"].get(variant), committed.get(variant)
-        overlap = "–" if c is None or packed is None else ("yes" if packed[1] <= c[2] and c[1] <= packed[2] else "no")
-        lines.append(f"| {variant} | {fmt(stats['1'][variant])} | {fmt(packed) if packed else '–'} | "
-                     f"{fmt(c) if c else '–'} | {overlap} |")
+        lines.append(_row(variant, stats, committed.get(variant), args.vector))
     emit(lines, args.write)
+
+
+def _fmt(s: tuple[float, float, float] | None) -> str:
+    return "–" if s is None else f"{s[0]:.1f} [{s[1]:.1f}, {s[2]:.1f}]"
+
+
+def _overlap(s: tuple[float, float, float] | None, c: tuple[float, float, float] | None) -> str:
+    return "–" if c is None or s is None else ("yes" if s[1] <= c[2] and c[1] <= s[2] else "no")
+
+
+def _row(variant: str, stats: dict, c: tuple[float, float, float] | None, vector: bool) -> str:
+    packed, vec = stats["auto"].get(variant), stats.get("vector", {}).get(variant)
+    cells = [variant, _fmt(stats["1"][variant]), _fmt(packed)] + ([_fmt(vec)] if vector else [])
+    cells += [_fmt(c), _overlap(packed, c)] + ([_overlap(vec, c)] if vector else [])
+    return "| " + " | ".join(cells) + " |"
 
 
 if __name__ == "__main__":
