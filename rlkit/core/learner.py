@@ -23,6 +23,9 @@ from rlkit.io.checkpoint import prefixed, unprefixed
 
 log = logging.getLogger("rlkit")
 
+CUDA_GENERATOR_STATE_BYTES = 16
+"""A CUDA (Philox) generator's state: its seed and offset, 8 bytes each."""
+
 
 class Hook(Protocol):
     """An update hook (:class:`rlkit.variants.base.UpdateHook`): every callback is always there."""
@@ -118,9 +121,14 @@ def restore_generator(generator: torch.Generator, stored: torch.Tensor) -> None:
     Mersenne Twister's 5056 bytes against CUDA's Philox seed and offset) cannot be set: the
     generator is then seeded from a hash of the stored bytes, so resuming the same checkpoint on
     the same device twice draws the same stream, and a warning says the stream is a new one."""
+    if stored.dtype != torch.uint8 or stored.dim() != 1:
+        raise ValueError(f"the sampling generator's stored state is {stored.dtype} of shape {list(stored.shape)}")
     if stored.numel() == generator.get_state().numel():
         generator.set_state(stored)
         return
+    if stored.numel() not in (torch.Generator().get_state().numel(), CUDA_GENERATOR_STATE_BYTES):
+        raise ValueError(f"the sampling generator's stored state has {stored.numel()} bytes: neither a CPU's nor "
+                         "a CUDA generator's")
     seed = int.from_bytes(hashlib.sha256(stored.cpu().numpy().tobytes()).digest()[:8], "little") >> 1
     generator.manual_seed(seed)
     log.warning("the checkpoint's sampling stream was saved on another kind of device than %s: "

@@ -133,3 +133,13 @@ def test_a_generator_state_from_another_kind_of_device_reseeds_from_it_the_same_
     other.restore(tensors, state)
     assert not torch.equal(torch.randperm(50, generator=other.generator), draws[0])
     assert "another kind of device" in caplog.text
+
+
+@pytest.mark.parametrize("stored", [torch.zeros(7, dtype=torch.uint8), torch.zeros(16, dtype=torch.float32),
+                                    torch.zeros(2, 8, dtype=torch.uint8)], ids=["7 bytes", "floats", "2-D"])
+def test_a_damaged_generator_state_is_refused_not_reseeded(stored):
+    a = learner(seed=3)
+    tensors, state = a.checkpoint()
+    tensors["rng.generator"] = stored
+    with pytest.raises(ValueError, match="sampling generator"):
+        a.restore(tensors, state)
