@@ -106,7 +106,7 @@ def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
 def _train(argv: list[str]) -> int:
     from rlkit.gym.config import PRESETS, TrainConfig, preset
 
-    pre = Parser(add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
+    pre = Parser(prog="rlkit train", add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
     pre.add_argument("--seeds", nargs="+", type=int, default=None)
     pre.add_argument("--population", type=int, default=None)

@@ -150,7 +150,7 @@ def test_what_a_population_cannot_train_is_refused_in_one_line(tmp_path, seeds, 
 def test_the_cli_refuses_contradicting_population_flags(tmp_path):
     for argv, match in [(["--seeds", "1", "2", "--population", "2"], "not both"),
                         (["--population", "0"], ">= 1"), (["--seeds", "1", "2", "--seed", "3"], "drop --seed"),
-                        (["--seeds", "1", "--seed=3"], "drop --seed")]:
+                        (["--seeds", "1", "--seed=3"], "drop --seed"), (["--seeds", "x"], "(see rlkit train --help)")]:
         out = run_cli("train", *argv, "--logdir", str(tmp_path))
         assert out.returncode == 2 and match in out.stderr and out.stderr.count("\n") == 1, out.stderr
 
