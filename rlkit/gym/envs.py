@@ -91,6 +91,8 @@ def _cannot_make(env_id: str, exc: Exception, wrappers: str = "") -> EnvError:
     dependency names rlkit's extra for it."""
     under = f" under --env-wrappers {wrappers}" if wrappers else ""
     message = f"could not make {env_id!r}{under}: {_one_line(exc)}"
+    if isinstance(exc, (BrokenPipeError, EOFError, ConnectionResetError)):
+        message = f"could not make {env_id!r}{under}: a worker process died while starting (exit or crash)"
     if isinstance(exc, (gym.error.DependencyNotInstalled, ImportError)):
         entry = str(getattr(gym.spec(env_id.rpartition(":")[2]), "entry_point", ""))
         extra = next((x for prefix, x in EXTRAS.items() if entry.startswith(prefix)), None)
@@ -108,7 +110,7 @@ def _signal_free_worker(*args: Any) -> None:
 
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_IGN)
-    index, env_fn, pipe, _, _, error_queue = args[:6]
+    index, env_fn, pipe, parent_pipe, _, error_queue = args[:6]
     if isinstance(env_fn, EnvMaker):
         env_fn.warn_on_close = False
     try:
@@ -116,10 +118,25 @@ def _signal_free_worker(*args: Any) -> None:
     except Exception as exc:  # reported as Gymnasium's workers report a failed step: the trainer raises it
         error_queue.put((index, type(exc), exc, traceback.format_exc()))
         pipe.send((None, False))
-        with contextlib.suppress(EOFError, OSError):  # the trainer's first command (or its closing the pipe):
-            pipe.recv()  # exiting before it would close the pipe under it, and it would report a broken pipe
+        _await_first_command(pipe, parent_pipe)
         sys.exit(1)
     _async_worker(index, lambda: env, *args[2:])
+
+
+FAILED_WORKER_WAIT = 30.0
+"""Seconds a worker whose env failed waits for the trainer's first command at most."""
+
+
+def _await_first_command(pipe: Any, parent_pipe: Any) -> None:
+    """A worker whose env failed stays until the trainer's first command (exiting before would close
+    the pipe under it, and it would report a broken pipe instead of the cause), the trainer's end
+    closing (its exit or death), SIGTERM (the trainer's multiprocessing terminates it on exit), or
+    :data:`FAILED_WORKER_WAIT` seconds: a trainer that gave up on another worker never writes."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    parent_pipe.close()  # this process's copy of the trainer's end: its death is then seen here as EOF
+    with contextlib.suppress(EOFError, OSError):
+        if pipe.poll(FAILED_WORKER_WAIT):
+            pipe.recv()
 
 
 class _CloseQuietly(gym.Wrapper):

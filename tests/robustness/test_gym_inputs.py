@@ -313,6 +313,30 @@ def test_a_worker_whose_env_fails_keeps_its_pipe_open_until_the_trainer_has_spok
     assert worker.exitcode == 1 and "cannot open the simulator" in str(errors.get(timeout=5)[2])
 
 
+@pytest.mark.parametrize("trainer_goes", ["closes its end", "terminates the worker"])
+def test_a_worker_whose_env_failed_does_not_outlive_a_trainer_that_never_speaks(trainer_goes):
+    """A trainer that died (its end closed) or exits (multiprocessing terminates its daemonic
+    workers with SIGTERM) without a first command leaves no waiting worker behind."""
+    import multiprocessing
+    import time
+
+    from rlkit.gym.envs import FAILED_WORKER_WAIT, _signal_free_worker
+
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    worker = ctx.Process(target=_signal_free_worker, args=(0, _fails, child, parent, None, ctx.Queue(), None, None))
+    worker.start()
+    child.close()
+    assert parent.recv() == (None, False)
+    start = time.monotonic()
+    if trainer_goes == "closes its end":
+        parent.close()
+    else:
+        worker.terminate()
+    worker.join(FAILED_WORKER_WAIT / 3)
+    assert worker.exitcode is not None and time.monotonic() - start < FAILED_WORKER_WAIT / 3
+
+
 @pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
 def test_an_env_whose_close_raises_costs_no_result_and_eval_still_works(tmp_path, async_envs):
     """A failure to close is one warning: the finished run keeps its evaluation and result (with
