@@ -303,9 +303,8 @@ def run_ray(runs: list[Item], sweep_dir: Path, workers: int, address: str | None
             ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
         task = ray.remote(num_cpus=1, num_gpus=gpus_per_run)(_ray_execute)
-        specs = sweep_env_specs(runs)
         pending = [task.remote([asdict(r) for r in item] if isinstance(item, list) else asdict(item), str(sweep_dir),
-                               specs) for item in runs]
+                               sweep_env_specs([item])) for item in runs]
         while pending:
             finished, pending = ray.wait(pending, num_returns=1)
             outcome = ray.get(finished[0])

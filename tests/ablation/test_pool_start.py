@@ -60,3 +60,36 @@ def test_an_env_registered_only_in_the_sweeps_process_reaches_spawned_workers(tm
     monkeypatch.setattr(runner, "cuda_in_reach", lambda: True)
     summary = run_sweep(write_spec(tmp_path, text), str(tmp_path / "out"), workers=2, progress=False)
     assert (summary.done, summary.failed) == (2, 0)
+
+
+class _HereOnly:
+    """An env class the sweep's process finds in its ``__main__`` and a spawned worker does not."""
+
+
+def test_an_env_registration_a_worker_cannot_load_fails_only_its_runs_in_one_line(tmp_path, monkeypatch):
+    import sys
+
+    import gymnasium as gym
+
+    from tests.toy_envs import IdentityDiscrete
+
+    monkeypatch.setattr(sys.modules["__main__"], "_HereOnly", _HereOnly, raising=False)
+    monkeypatch.setattr(_HereOnly, "__module__", "__main__")
+    ids = {"ok": "rlkit-test/SentOk-v0", "lambda": "rlkit-test/SentLambda-v0", "main": "rlkit-test/SentMain-v0"}
+    for key, entry in [("ok", "tests.toy_envs:IdentityDiscrete"), ("lambda", lambda: IdentityDiscrete()),
+                       ("main", _HereOnly)]:
+        gym.register(ids[key], entry_point=entry, max_episode_steps=20)
+        monkeypatch.setitem(gym.registry, ids[key], gym.registry[ids[key]])  # unregistered afterwards
+    text = (SPEC.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "").replace("seeds = 2", "seeds = 1")
+            .replace('envs = ["CartPole-v1"]', f"envs = {list(ids.values())!r}".replace("'", '"'))
+            .replace('[reference."CartPole-v1"]\nrandom = 22.0\nreference = 500.0\n', ""))
+    monkeypatch.setattr(runner, "cuda_in_reach", lambda: True)
+    summary = run_sweep(write_spec(tmp_path, text), str(tmp_path / "out"), workers=2, progress=False)
+    with open(tmp_path / "out" / "runs.csv") as f:
+        status = {(r["env"], r["variant"]): (r["status"], r["error"]) for r in csv.DictReader(f)}
+    assert (summary.done, summary.failed) == (2, 4)
+    assert {status[(ids["ok"], v)][0] for v in ("ppo", "outer")} == {"done"}
+    for key in ("lambda", "main"):
+        for v in ("ppo", "outer"):
+            state, error = status[(ids[key], v)]
+            assert state == "failed" and "in a form a worker process cannot load" in error and "\n" not in error
