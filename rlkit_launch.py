@@ -51,6 +51,8 @@ def _import_cli():  # type: ignore[no-untyped-def]
     if block:
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
+        import torch._dynamo  # noqa: F401  (torch.optim imports it with the first optimizer: also C++ start-up)
+
         from rlkit.cli import main as cli_main
     finally:
         if block:  # a pending signal reaches _on_signal here, in plain Python

@@ -86,14 +86,14 @@ def evaluate_together(members: list[PPOTrainer]) -> list[EvalResult | RlkitError
     agents: list[Agent] = [m.agent for m in members]
     outcomes: dict[int, EvalResult | RlkitError] = {}
     running: dict[int, _Episodes] = {}
-    for k, m in enumerate(members):
-        try:
-            running[k] = _open(m)
-        except Exception as exc:
-            outcomes[k] = _failure(m.cfg.env, exc)
     stacked = StackedActor([a.actor for a in agents])
     x: np.ndarray | None = None
     try:
+        for k, m in enumerate(members):
+            try:
+                running[k] = _open(m)
+            except Exception as exc:
+                outcomes[k] = _failure(m.cfg.env, exc)
         while running:
             for k, ev in list(running.items()):
                 try:
