@@ -104,19 +104,23 @@ def test_same_seed_in_two_processes_gives_the_same_bits(tmp_path):
 
 
 def _stop_after_update(monkeypatch, n: int) -> None:
-    """Make the next run stop after update ``n`` as on Ctrl-C: the loop checkpoints that update,
-    then raises :class:`Interrupted`."""
-    real = PPOTrainer.after_update
+    """Make the next run (or population) stop after update ``n`` as on one Ctrl-C: the loop
+    checkpoints that update, then raises :class:`Interrupted`. The signal is raised once, where
+    both loops ask whether an evaluation is due after an update."""
+    real = PPOTrainer.evaluation_due
+    raised = []
 
-    def after_update(self, stats, logger):
-        real(self, stats, logger)
-        if self.progress.updates_done == n:
+    def evaluation_due(self):
+        due = real(self)
+        if self.progress.updates_done == n and not raised:
             # The run loop's handler turns SIGINT into a request to stop; Python's default one
             # would interrupt the whole test session instead.
             assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler, "the run loop handles SIGINT"
+            raised.append(True)
             signal.raise_signal(signal.SIGINT)
+        return due
 
-    monkeypatch.setattr(PPOTrainer, "after_update", after_update)
+    monkeypatch.setattr(PPOTrainer, "evaluation_due", evaluation_due)
 
 
 def test_a_legacy_gym_checkpoint_resumes_in_two_legs_to_the_same_bits_as_in_one(tmp_path, monkeypatch):
