@@ -116,6 +116,7 @@ def _signal_free_worker(*args: Any) -> None:
     try:
         env = _CloseQuietly(env_fn())  # a failing close() is ignored here: the trainer has warned of it once
     except Exception as exc:  # reported as Gymnasium's workers report a failed step: the trainer raises it
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # before the report: the trainer may terminate it at once
         error_queue.put((index, type(exc), exc, traceback.format_exc()))
         pipe.send((None, False))
         _await_first_command(pipe, parent_pipe)
@@ -130,9 +131,9 @@ FAILED_WORKER_WAIT = 30.0
 def _await_first_command(pipe: Any, parent_pipe: Any) -> None:
     """A worker whose env failed stays until the trainer's first command (exiting before would close
     the pipe under it, and it would report a broken pipe instead of the cause), the trainer's end
-    closing (its exit or death), SIGTERM (the trainer's multiprocessing terminates it on exit), or
+    closing (its exit or death), SIGTERM (the trainer's multiprocessing terminates it on exit; the
+    caller has restored SIGTERM's default), or
     :data:`FAILED_WORKER_WAIT` seconds: a trainer that gave up on another worker never writes."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     parent_pipe.close()  # this process's copy of the trainer's end: its death is then seen here as EOF
     with contextlib.suppress(EOFError, OSError):
         if pipe.poll(FAILED_WORKER_WAIT):
