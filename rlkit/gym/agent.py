@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
@@ -41,6 +42,76 @@ class EvalResult(NamedTuple):
         return float(np.std(self.returns))
 
 
+@dataclass
+class EvalEpisodes:
+    """One evaluation in progress on its env: episodes seeded ``seed, seed + 1, ...`` one after
+    another, each cut after ``cap`` steps. The protocol :func:`run_episodes` steps for one policy
+    and a population steps for all its members in lockstep."""
+
+    env: gym.Env
+    env_id: str
+    seed: int
+    episodes: int
+    cap: int
+    returns: list[float] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    capped: int = 0
+    obs: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+    total: float = 0.0
+    steps: int = 0
+
+    def start(self) -> None:
+        """Reset for the next episode."""
+        self.obs, self.info = self.env.reset(seed=self.seed + len(self.returns))
+        self.total, self.steps = 0.0, 0
+
+    def step(self, action: Any) -> bool:
+        """Step with ``action``; returns whether the last episode has ended."""
+        self.obs, reward, terminated, truncated, self.info = self.env.step(action)
+        self.total += float(reward)
+        self.steps += 1
+        done = terminated or truncated
+        if not done and self.steps < self.cap:
+            return False
+        self.capped += not done
+        self.returns.append(self.total)
+        self.lengths.append(self.steps)
+        if len(self.returns) == self.episodes:
+            return True
+        self.start()
+        return False
+
+    def result(self) -> EvalResult:
+        return EvalResult(self.returns, self.lengths, self.capped)
+
+
+def open_episodes(env_id: str, episodes: int, seed: int, max_steps: int | None = None,
+                  env_kwargs: dict[str, Any] | None = None, wrappers: str = "") -> EvalEpisodes:
+    """The evaluation env made and its first episode started (the env is closed if that fails).
+    The cap: ``max_steps``, else the env's own time limit, else :data:`DEFAULT_EVAL_CAP`."""
+    env = make_env(env_id, env_kwargs, wrappers)
+    cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
+    run = EvalEpisodes(env, env_id, seed, episodes, cap)
+    try:
+        run.start()
+    except BaseException as exc:
+        close_envs(env, env_id, abort=True)
+        failure = eval_failure(env_id, exc)
+        if failure is exc:
+            raise
+        raise failure from exc
+    return run
+
+
+def eval_failure(env_id: str, exc: BaseException) -> BaseException:
+    """An evaluation's failure as every evaluation reports it: the env's or the policy's exception
+    as one line; rlkit's own errors and interrupts as they are."""
+    if isinstance(exc, Exception) and not isinstance(exc, RlkitError):
+        return EnvError(f"evaluation on {env_id} failed: {type(exc).__name__}: {one_line(exc)}")
+    return exc
+
+
 def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, seed: int = 0,
                  max_steps: int | None = None, progress: bool = False,
                  env_kwargs: dict[str, Any] | None = None, masked: bool = False, wrappers: str = "") -> EvalResult:
@@ -54,34 +125,27 @@ def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, see
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
         raise ConfigError(f"max_steps must be a positive integer or None, got {max_steps!r}")
-    env = make_env(env_id, env_kwargs, wrappers)
-    cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
-    returns, lengths, capped = [], [], 0
+    run = open_episodes(env_id, episodes, seed, max_steps, env_kwargs, wrappers)
+    env, done = run.env, False
     bar = progress_bar(episodes, "episode", progress, "evaluating")
     try:
-        for i in range(episodes):
-            obs, info = env.reset(seed=seed + i)
-            total, steps, done = 0.0, 0, False
-            while not done and steps < cap:
-                action = act(obs, action_mask=env_mask(env, info, env.action_space.n)) if masked else act(obs)
-                obs, reward, terminated, truncated, info = env.step(action)
-                total += float(reward)
-                steps += 1
-                done = terminated or truncated
-            capped += not done
-            returns.append(total)
-            lengths.append(steps)
-            bar.update(1)
-            bar.set_postfix_str(f"return={np.mean(returns):.1f}", refresh=False)
+        while not done:
+            action = act(run.obs, action_mask=env_mask(env, run.info, env.action_space.n)) if masked else act(run.obs)
+            ended = len(run.returns)
+            done = run.step(action)
+            if len(run.returns) > ended:
+                bar.update(1)
+                bar.set_postfix_str(f"return={np.mean(run.returns):.1f}", refresh=False)
     except BaseException as exc:
         close_envs(env, env_id, abort=True)
-        if isinstance(exc, Exception) and not isinstance(exc, RlkitError):  # the env or the policy failed
-            raise EnvError(f"evaluation on {env_id} failed: {type(exc).__name__}: {one_line(exc)}") from exc
-        raise
+        failure = eval_failure(env_id, exc)
+        if failure is exc:
+            raise
+        raise failure from exc
     finally:
         bar.close()
-    close_envs(env, env_id)
-    return EvalResult(returns, lengths, capped)
+    close_envs(run.env, env_id)
+    return run.result()
 
 
 class Agent:
