@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -93,15 +94,22 @@ def open_episodes(env_id: str, episodes: int, seed: int, max_steps: int | None =
     env = make_env(env_id, env_kwargs, wrappers)
     cap = max_steps or (env.spec.max_episode_steps if env.spec else None) or DEFAULT_EVAL_CAP
     run = EvalEpisodes(env, env_id, seed, episodes, cap)
-    try:
+    with _closed_on_failure(env, env_id):
         run.start()
+    return run
+
+
+@contextlib.contextmanager
+def _closed_on_failure(env: gym.Env, env_id: str) -> Iterator[None]:
+    """A failure inside closes ``env`` (at once) and leaves as :func:`eval_failure` reports it."""
+    try:
+        yield
     except BaseException as exc:
         close_envs(env, env_id, abort=True)
         failure = eval_failure(env_id, exc)
         if failure is exc:
             raise
         raise failure from exc
-    return run
 
 
 def eval_failure(env_id: str, exc: BaseException) -> BaseException:
@@ -128,7 +136,7 @@ def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, see
     run = open_episodes(env_id, episodes, seed, max_steps, env_kwargs, wrappers)
     env, done = run.env, False
     bar = progress_bar(episodes, "episode", progress, "evaluating")
-    try:
+    with contextlib.closing(bar), _closed_on_failure(env, env_id):
         while not done:
             action = act(run.obs, action_mask=env_mask(env, run.info, env.action_space.n)) if masked else act(run.obs)
             ended = len(run.returns)
@@ -136,15 +144,7 @@ def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, see
             if len(run.returns) > ended:
                 bar.update(1)
                 bar.set_postfix_str(f"return={np.mean(run.returns):.1f}", refresh=False)
-    except BaseException as exc:
-        close_envs(env, env_id, abort=True)
-        failure = eval_failure(env_id, exc)
-        if failure is exc:
-            raise
-        raise failure from exc
-    finally:
-        bar.close()
-    close_envs(run.env, env_id)
+    close_envs(env, env_id)
     return run.result()
 
 
