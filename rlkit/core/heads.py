@@ -131,30 +131,23 @@ class NumpyCategorical:
         self._rows = np.arange(0)
 
     def sample(self, out: np.ndarray, rng: np.random.Generator) -> NumpySample:
-        z = out - out.max(-1, keepdims=True)
-        cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
-        total = cdf[:, -1]
-        # Inverse-CDF sampling: one uniform per row (clamped against float rounding at the top).
-        u = rng.random(len(out), dtype=np.float32)
-        u *= total
-        actions = (u[:, None] >= cdf).sum(-1)
-        np.minimum(actions, out.shape[1] - 1, out=actions)
-        if len(self._rows) != len(out):
-            self._rows = np.arange(len(out))
-        return NumpySample(actions, z[self._rows, actions] - np.log(total))
+        return self.sample_from_uniforms(out, rng.random(out.shape[:-1], dtype=np.float32))
 
-    @staticmethod
-    def sample_from_uniforms(out: np.ndarray, u: np.ndarray) -> NumpySample:
+    def sample_from_uniforms(self, out: np.ndarray, u: np.ndarray) -> NumpySample:
         """Rows of logits ``[..., N, k]`` with one uniform each ``[..., N]`` in ``[0, 1)`` (modified
-        in place): the samples ``sample`` draws from those uniforms (the same numbers, tested), for
-        any leading axes (a population's members)."""
+        in place): the samples ``sample`` draws from those uniforms, for any leading axes (a
+        population's members; each row's numbers are those it gets alone, tested)."""
         z = out - out.max(-1, keepdims=True)
         cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
         total = cdf[..., -1]
         u *= total  # inverse-CDF sampling (clamped against float rounding at the top)
         actions = (u[..., None] >= cdf).sum(-1)
         np.minimum(actions, out.shape[-1] - 1, out=actions)
-        return NumpySample(actions, np.take_along_axis(z, actions[..., None], -1)[..., 0] - np.log(total))
+        rows = z.reshape(-1, z.shape[-1])
+        if len(self._rows) != len(rows):
+            self._rows = np.arange(len(rows))
+        picked = rows[self._rows, actions.reshape(-1)].reshape(actions.shape)
+        return NumpySample(actions, picked - np.log(total))
 
     def mode(self, out: np.ndarray) -> np.ndarray:
         return out.argmax(-1)

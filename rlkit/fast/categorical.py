@@ -20,18 +20,19 @@ class _CategoricalLogProbEntropy(torch.autograd.Function):
         logp = torch.log_softmax(logits, dim=-1)
         entropy = -(logp.exp() * logp).sum(-1)
         ctx.save_for_backward(logp, actions, entropy)
-        return logp.gather(-1, actions[:, None])[:, 0], entropy
+        return logp.gather(-1, actions[..., None])[..., 0], entropy
 
     @staticmethod
     def backward(ctx, g_log_prob: torch.Tensor, g_entropy: torch.Tensor):
         logp, actions, entropy = ctx.saved_tensors
         p = logp.exp()
         # -g_H p (log p + H) - g_lp p, then + g_lp at the taken action
-        grad = (logp + entropy[:, None]).mul_(g_entropy[:, None]).add_(g_log_prob[:, None]).mul_(p).neg_()
-        grad.scatter_add_(-1, actions[:, None], g_log_prob[:, None])
+        grad = (logp + entropy[..., None]).mul_(g_entropy[..., None]).add_(g_log_prob[..., None]).mul_(p).neg_()
+        grad.scatter_add_(-1, actions[..., None], g_log_prob[..., None])
         return grad, None
 
 
 def categorical_log_prob_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[B]`` log pi(a|s) and ``[B]`` entropy of logits ``[B, n]`` at int actions ``[B]``."""
+    """``[..., B]`` log pi(a|s) and entropy of logits ``[..., B, n]`` at int actions ``[..., B]``
+    (any leading axes: a population's members)."""
     return _CategoricalLogProbEntropy.apply(logits, actions.long())

@@ -23,68 +23,75 @@ from rlkit.core.loss import LossOutput, normalize_advantages, ppo_loss
 from rlkit.fast.categorical import categorical_log_prob_entropy
 
 
+def _mean(x: torch.Tensor, dim: int | None) -> torch.Tensor:
+    return x.mean() if dim is None else x.mean(dim)
+
+
 class _Objective(torch.autograd.Function):
     """``loss, pg_loss, v_loss, log_ratio`` from ``new_log_probs [B]``, ``entropy []`` and
-    ``new_values [B]``; the rest are constants of the minibatch."""
+    ``new_values [B]``; the rest are constants of the minibatch. With ``dim`` the means run over
+    that axis only: ``[K, B]`` inputs and ``entropy [K]`` give ``[K]`` terms (a population's members)."""
 
     @staticmethod
     def forward(ctx, new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
                 old_log_probs: torch.Tensor, advantages: torch.Tensor, returns: torch.Tensor, old_values: torch.Tensor,
-                clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, vloss_form: str):
+                clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, vloss_form: str,
+                dim: int | None = None):
         log_ratio = new_log_probs - old_log_probs
         ratio = log_ratio.exp()
         # Clipped surrogate: mean(max(-A r, -A clip(r, 1 - eps, 1 + eps))).
         neg_adv = -advantages
         unclipped = neg_adv * ratio
         clipped = neg_adv * ratio.clamp(1 - clip_coef, 1 + clip_coef)
-        pg_loss = torch.max(unclipped, clipped).mean()
+        pg_loss = _mean(torch.max(unclipped, clipped), dim)
         # Value loss, optionally the pessimistic max with a value clipped around the old one.
         v_err = new_values - returns
         if vloss_form == "clipped-mse":  # mean((V_clip - R)^2): d/dV = 2 (V_clip - R) inside the clip range
-            v_loss, ctx.v_slope = _clipped_mse(new_values, old_values, returns, v_err, clip_coef, clip_vloss)
+            v_loss, ctx.v_slope = _clipped_mse(new_values, old_values, returns, v_err, clip_coef, clip_vloss, dim)
         elif clip_vloss:
             v_sq = v_err.square()
             delta = new_values - old_values
             v_clipped_err = old_values + delta.clamp(-clip_coef, clip_coef) - returns
             v_sq_clipped = v_clipped_err.square()
-            v_loss = 0.5 * torch.max(v_sq, v_sq_clipped).mean()
+            v_loss = 0.5 * _mean(torch.max(v_sq, v_sq_clipped), dim)
             # d/dV through whichever branch is the max; the clipped branch passes the gradient only
             # inside the clip range. (Inside it, old + (V - old) may round above V: that branch then
             # wins the max with the same slope up to rounding, so it must not be zeroed.)
             ctx.v_slope = torch.where(v_sq >= v_sq_clipped, v_err,
                                       v_clipped_err * (delta.abs() <= clip_coef))
         else:
-            v_loss = 0.5 * v_err.square().mean()
+            v_loss = 0.5 * _mean(v_err.square(), dim)
             ctx.v_slope = v_err
         loss = torch.add(pg_loss, v_loss, alpha=vf_coef).sub_(entropy, alpha=ent_coef)
         # d/dlog pi = r d/dr = -A r through the unclipped branch where it is the max. The clipped
         # branch passes a gradient only inside the clip range, where clamp returns r exactly, the
         # branches are equal and the unclipped one counts as the max.
         ctx.pg_slope = unclipped * (unclipped >= clipped)
-        ctx.coefs = (ent_coef, vf_coef)
+        ctx.coefs, ctx.dim = (ent_coef, vf_coef), dim
         ctx.mark_non_differentiable(pg_loss, v_loss, log_ratio)
         return loss, pg_loss, v_loss, log_ratio
 
     @staticmethod
     def backward(ctx, grad_loss: torch.Tensor, *_unused: torch.Tensor):
-        ent_coef, vf_coef = ctx.coefs
-        n = ctx.pg_slope.numel()
+        (ent_coef, vf_coef), dim = ctx.coefs, ctx.dim
+        n = ctx.pg_slope.numel() if dim is None else ctx.pg_slope.shape[dim]
+        g = grad_loss if dim is None else grad_loss.unsqueeze(dim)
         # d loss / d log pi = (1/B) (-A r) on active samples (dr/dlog pi = r); value: (vf/B) (V - R).
-        g_logp = ctx.pg_slope * (grad_loss / n)
-        g_values = ctx.v_slope * (grad_loss * (vf_coef / n))
-        return g_logp, -ent_coef * grad_loss, g_values, *([None] * 9)
+        g_logp = ctx.pg_slope * (g / n)
+        g_values = ctx.v_slope * (g * (vf_coef / n))
+        return g_logp, -ent_coef * grad_loss, g_values, *([None] * 10)
 
 
 def _clipped_mse(new_values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, v_err: torch.Tensor,
-                 clip_coef: float, clip_vloss: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                 clip_coef: float, clip_vloss: bool, dim: int | None) -> tuple[torch.Tensor, torch.Tensor]:
     """Stable-Baselines3's value loss and its slope per sample (before the 1/B): ``mean(e^2)``
     with ``e`` the error of the clipped prediction (of V itself without clipping), slope ``2 e``,
     zero outside the clip range."""
     if not clip_vloss:
-        return v_err.square().mean(), 2 * v_err
+        return _mean(v_err.square(), dim), 2 * v_err
     delta = new_values - old_values
     err = old_values + delta.clamp(-clip_coef, clip_coef) - returns
-    return err.square().mean(), 2 * err * (delta.abs() <= clip_coef)
+    return _mean(err.square(), dim), 2 * err * (delta.abs() <= clip_coef)
 
 
 def fused_ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
@@ -100,9 +107,18 @@ def fused_ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torc
     else:
         return ppo_loss(head, dist_params, new_values, mb, clip_coef=clip_coef, clip_vloss=clip_vloss,
                         ent_coef=ent_coef, vf_coef=vf_coef, norm_adv=norm_adv, vloss_form=vloss_form)
-    entropy = entropy.mean()
-    advantages = normalize_advantages(mb.advantages) if norm_adv else mb.advantages
+    return fused_loss_terms(new_log_probs, entropy, new_values, mb, clip_coef=clip_coef, clip_vloss=clip_vloss,
+                            ent_coef=ent_coef, vf_coef=vf_coef, norm_adv=norm_adv, vloss_form=vloss_form)
+
+
+def fused_loss_terms(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
+                     clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool,
+                     vloss_form: str = "max", dim: int | None = None) -> LossOutput:
+    """Same arguments and result as :func:`rlkit.core.loss.ppo_loss_terms` (``[B]`` inputs and
+    scalar terms, or with ``dim`` each ``[K, B]`` row's own terms ``[K]``), as one autograd node."""
+    entropy = _mean(entropy, dim)
+    advantages = normalize_advantages(mb.advantages, dim) if norm_adv else mb.advantages
     loss, pg_loss, v_loss, log_ratio = _Objective.apply(
         new_log_probs, entropy, new_values, mb.log_probs, advantages, mb.returns, mb.values,
-        clip_coef, clip_vloss, ent_coef, vf_coef, vloss_form)
+        clip_coef, clip_vloss, ent_coef, vf_coef, vloss_form, dim)
     return LossOutput(loss, pg_loss, v_loss, entropy.detach(), log_ratio)

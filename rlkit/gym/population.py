@@ -81,7 +81,7 @@ class Population:
         self.cfg = first.cfg
         self.stacked = StackedParameters([m.learner.flat for m in members], first.model,
                                          fused=first.cfg.kernels != "plain")
-        self.loss = StackedLoss(first.head, first.cfg.ppo)
+        self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain")
         self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done
         """Updates every live member has done (they start at the same one and advance together)."""

@@ -60,7 +60,9 @@ class StackedRollout:
         self.cfg, self.head = first.cfg, first.head
         self.envs = population_envs(members)
         self.store = stack_buffers([m.buffer for m in members])
-        self.categorical = getattr(first.head, "fused_kind", None) == "categorical"
+        self.categorical = NumpyCategorical() if getattr(first.head, "fused_kind", None) == "categorical" else None
+        """Softmax logits: every member sampled in one pass from its own uniforms."""
+        self.uniforms = np.zeros((len(members), self.cfg.num_envs), np.float32)
         space = first.agent.encoder.space
         self.box = isinstance(space, gym.spaces.Box)
         """Box observations: all members' batches encoded in one pass."""
@@ -94,16 +96,24 @@ class StackedRollout:
         uniforms (drawn as its sampler draws them); any other, member by member."""
         k, n = params.shape[:2]
         rngs = [m.learner.rng for m in self.members]
-        acts = Acts(np.zeros((k, n, *self.head.action_shape), self.store["actions"].dtype), np.zeros((k, n), np.float32))
-        if self.categorical:
-            u = np.stack([rngs[i].random(n, dtype=np.float32) for i in live])
-            drawn = NumpyCategorical.sample_from_uniforms(params[live], u)
-            acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
+        if self.categorical is None:
+            acts = self._blank(k, n)
+            for i in live:
+                drawn = actors[i].sampler.sample(params[i], rngs[i])
+                acts.actions[i], acts.log_probs[i] = drawn.actions, drawn.log_probs
             return acts
+        u = self.uniforms
         for i in live:
-            drawn = actors[i].sampler.sample(params[i], rngs[i])
-            acts.actions[i], acts.log_probs[i] = drawn.actions, drawn.log_probs
+            rngs[i].random(n, dtype=np.float32, out=u[i])
+        if len(live) == k:
+            return Acts(*self.categorical.sample_from_uniforms(params, u))
+        drawn, acts = self.categorical.sample_from_uniforms(params[live], u[live]), self._blank(k, n)
+        acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
         return acts
+
+    def _blank(self, k: int, n: int) -> Acts:
+        """Zeros for ``k`` members' ``n`` envs."""
+        return Acts(np.zeros((k, n, *self.head.action_shape), self.store["actions"].dtype), np.zeros((k, n), np.float32))
 
     def _step(self, t: int, obs: np.ndarray, acts: Acts, actors: list[NumpyActor], live: list[int]) -> np.ndarray:
         """Step ``t`` for every live member (as :meth:`PPOTrainer.record_step` for one): store the
@@ -117,7 +127,7 @@ class StackedRollout:
             self.fail(k, error)
         raw = self._encode(out.obs, [k for k in live if k not in out.errors])
         live = self.live()
-        if not np.isfinite(out.rewards[live]).all():
+        if not np.isfinite(out.rewards).all() and not np.isfinite(out.rewards[live]).all():
             for k in live:
                 self._check(k, members[k].check_finite, out.rewards[k], "rewards")
             live = self.live()
@@ -129,7 +139,7 @@ class StackedRollout:
             s["rewards"][:, t] = out.rewards
         s["raw_rewards"][:, t], s["terminated"][:, t], s["dones"][:, t] = out.rewards, out.terminated, dones
         timeouts = out.truncated & ~out.terminated
-        for k in np.flatnonzero(timeouts.any(axis=1)):  # bootstrap a time-out from V(final observation)
+        for k in np.flatnonzero(timeouts.any(axis=1)) if timeouts.any() else ():  # bootstrap from V(final obs)
             if k in live:
                 self._bootstrap(k, t, np.flatnonzero(timeouts[k]), out.finals[k], actors[k])
         if not self.cfg.norm_obs:
@@ -160,7 +170,7 @@ class StackedRollout:
                 encoded = first.agent.encoder.batch(stacked.reshape(k * n, *stacked.shape[2:]), k * n).reshape(k, n, -1)
             except ValueError:
                 encoded = None
-            if encoded is not None and np.isfinite(encoded[stepped]).all():
+            if encoded is not None and (np.isfinite(encoded).all() or np.isfinite(encoded[stepped]).all()):
                 return encoded
         out = np.zeros((len(self.members), n, first.model.obs_dim), np.float64)
         for k in stepped:

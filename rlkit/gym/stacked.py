@@ -29,6 +29,8 @@ from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import loss_scalars
 from rlkit.fast.adam import step_together
+from rlkit.fast.categorical import categorical_log_prob_entropy
+from rlkit.fast.loss import fused_loss_terms
 from rlkit.fast.stacked_mlp import StackedFusedMLP
 from rlkit.gym.policies import MLPActorCritic, NumpyActor
 
@@ -144,10 +146,13 @@ class StackedLoss:
     (:func:`rlkit.core.loss.ppo_loss_terms` over the minibatch axis). A head that declares softmax
     logits (``fused_kind == "categorical"``: its ops act on the last axis) reads ``[K, B, A]`` as it
     is; a diagonal Gaussian's formulas take each member's log-std broadcast over its rows; any
-    other head runs once per member under ``torch.func.vmap`` with that member's parameters."""
+    other head runs once per member under ``torch.func.vmap`` with that member's parameters.
+    ``fused``: the log-probs of softmax logits and the objective each as one autograd node
+    (:mod:`rlkit.fast.loss`, the single run's fast kernels over the member axis)."""
 
-    def __init__(self, head: PolicyHead, hp: PPOConfig) -> None:
+    def __init__(self, head: PolicyHead, hp: PPOConfig, fused: bool = False) -> None:
         self.hp = hp
+        self.fused = fused
         self.head = head
         self.direct = getattr(head, "fused_kind", None) == "categorical"
         self.gaussian = isinstance(head, DiagGaussianHead)
@@ -163,16 +168,18 @@ class StackedLoss:
                  mb: Batch) -> LossOutput:
         """Per-member ``[K]`` losses (and ``[K, B]`` log-ratios) for ``[K, B, ...]`` inputs."""
         if self.direct:
-            log_probs, entropy = self.head.log_prob_entropy(dist_params, mb.actions)
+            log_probs, entropy = categorical_log_prob_entropy(dist_params, mb.actions) if self.fused \
+                else self.head.log_prob_entropy(dist_params, mb.actions)
         elif self.gaussian:  # each member's log-std [K, 1, A] broadcast over its rows
             log_std = head_params["head.log_std"][:, None, :]
             log_probs, entropy = gaussian_log_prob(dist_params, log_std, mb.actions), gaussian_entropy(dist_params, log_std)
         else:
             log_probs, entropy = self._per_member(head_params, dist_params, mb.actions)
         hp = self.hp
-        return ppo_loss_terms(log_probs, entropy, values, mb, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
-                              ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
-                              vloss_form=hp.vloss_form, dim=1)
+        terms = fused_loss_terms if self.fused else ppo_loss_terms
+        return terms(log_probs, entropy, values, mb, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
+                     ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
+                     vloss_form=hp.vloss_form, dim=1)
 
 
 class StackedActor:

@@ -1,5 +1,6 @@
-"""The population's fused stacked MLP node against the plain batched forward (autograd through
-``baddbmm`` and ``tanh``): the same outputs and gradients, and a member's bits whatever ``K``."""
+"""The population's fused stacked MLP node and fused loss against the plain batched forward
+(autograd through ``baddbmm`` and ``tanh``) and plain loss: the same outputs and gradients, and a
+member's bits whatever ``K``."""
 
 import pytest
 import torch
@@ -22,7 +23,7 @@ def _loss_grads(kind, fused, k=3):
                  for m in models]
         plain = StackedParameters(flats, models[0], fused=True)
     dist_params, values = plain.forward(mb.obs)
-    out = StackedLoss(models[0].head, PPOConfig())(plain.head_tensors(), dist_params, values, mb)
+    out = StackedLoss(models[0].head, PPOConfig(), fused=fused)(plain.head_tensors(), dist_params, values, mb)
     plain.zero_grad()
     out.loss.sum().backward()
     return dist_params.detach(), values.detach(), plain.theta.grad.clone()

@@ -46,11 +46,12 @@ def _batch(models, k, b=32):
 @pytest.mark.parametrize("kind", SPACES)
 @pytest.mark.parametrize("hp", [PPOConfig(), PPOConfig(clip_vloss=False, norm_adv=False, ent_coef=0.01),
                                 PPOConfig(vloss_form="clipped-mse")])
-def test_the_stacked_forward_and_loss_are_each_members_own(kind, hp):
+@pytest.mark.parametrize("fused", [False, True], ids=["plain-loss", "fused-loss"])
+def test_the_stacked_forward_and_loss_are_each_members_own(kind, hp, fused):
     models, stacked = _members(kind)
     mb = _batch(models, 3)
     dist_params, values = stacked.forward(mb.obs)
-    out = StackedLoss(models[0].head, hp)(stacked.head_tensors(), dist_params, values, mb)
+    out = StackedLoss(models[0].head, hp, fused=fused)(stacked.head_tensors(), dist_params, values, mb)
     total = out.loss.sum()
     total.backward()
     for k, model in enumerate(models):
@@ -96,7 +97,7 @@ def test_sampling_from_uniforms_draws_what_the_numpy_sampler_draws():
     logits = np.random.default_rng(1).standard_normal((3, 7, 5)).astype(np.float32)
     rngs = [np.random.default_rng(s) for s in range(3)]
     twins = [np.random.default_rng(s) for s in range(3)]
-    many = NumpyCategorical.sample_from_uniforms(logits, np.stack([r.random(7, dtype=np.float32) for r in rngs]))
+    many = NumpyCategorical().sample_from_uniforms(logits, np.stack([r.random(7, dtype=np.float32) for r in rngs]))
     for k in range(3):
         one = NumpyCategorical().sample(logits[k], twins[k])
         assert np.array_equal(one.actions, many.actions[k]) and np.array_equal(one.log_probs, many.log_probs[k])
