@@ -52,9 +52,11 @@ class RatioStats(NamedTuple):
 
 
 @torch.no_grad()
-def ratio_stats(log_ratio: torch.Tensor, clip_coef: float) -> RatioStats:
+def ratio_stats(log_ratio: torch.Tensor, clip_coef: float, dim: int | None = None) -> RatioStats:
+    """Scalars of ``log_ratio [B]``, or with ``dim`` the statistics over that axis only (``[K, B]``
+    -> ``[K]``: each member of a population its own)."""
     ratio = log_ratio.exp()
-    return RatioStats(((ratio - 1) - log_ratio).mean(), ((ratio - 1).abs() > clip_coef).float().mean())
+    return RatioStats(_mean((ratio - 1) - log_ratio, dim), _mean(((ratio - 1).abs() > clip_coef).float(), dim))
 
 
 def _mean(x: torch.Tensor, dim: int | None) -> torch.Tensor:

@@ -53,6 +53,14 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out[:, :m, :p]
 
 
+def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """``x [K, B, in] @ weight [K, out, in]^T + bias [K, 1, out]``: one ``baddbmm`` (as the plain
+    :func:`rlkit.gym.stacked.stacked_linear`), or :func:`_bmm` and the bias where a width is 1."""
+    if x.shape[1] == 1 or 1 in weight.shape[1:]:
+        return _bmm(x, weight.transpose(1, 2)) + bias
+    return torch.baddbmm(bias, x, weight.transpose(1, 2))
+
+
 class StackedFusedMLP:
     """``theta [K, P]`` (a leaf) and where each layer lives in it: ``actor`` and ``critic`` are
     lists of ``(weight slice, bias slice, (out, in))``."""
@@ -75,7 +83,7 @@ class StackedFusedMLP:
         """``x [K, B, in]`` forward through tanh hidden layers; returns the output and each layer's input."""
         inputs = [x]
         for i, layer in enumerate(layers):
-            x = _bmm(x, layer.weight.transpose(1, 2)) + layer.bias
+            x = _linear(x, layer.weight, layer.bias)
             if i == len(layers) - 1:
                 return x, inputs
             if self.numpy_tanh:

@@ -244,15 +244,14 @@ class MemberStats(NamedTuple):
 
 
 def clip_and_step(stacked: StackedParameters, members: list[MemberBatch | None], live: list[int],
-                  max_norm: float) -> torch.Tensor:
-    """Clip each live member's gradient to norm ``max_norm`` (as
-    :meth:`rlkit.core.optim.FlatParameters.clip_grad_norm_`) and step its Adam, all members in a
-    few batched calls; returns the ``[K]`` norms before clipping (0 for the others)."""
-    grads = [members[k].flat.grad for k in live]  # type: ignore[union-attr]
-    norms = torch.zeros(stacked.size, device=stacked.theta.device)
-    norms[live] = torch.stack(torch._foreach_norm(grads))
-    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    stacked.theta.grad.mul_(coef[:, None])  # type: ignore[union-attr]
+                  max_norm: float, mask: torch.Tensor) -> torch.Tensor:
+    """Clip each live member's gradient (row of ``theta.grad``) to norm ``max_norm`` (as
+    :meth:`rlkit.core.optim.FlatParameters.clip_grad_norm_` clips one) and step its Adam, all
+    members in a few batched calls; returns the ``[K]`` norms before clipping (0 for the others,
+    ``mask [K]`` False)."""
+    grad = stacked.theta.grad
+    norms = torch.where(mask, torch.linalg.vector_norm(grad, dim=1), 0.0)  # type: ignore[arg-type]
+    grad.mul_((max_norm / (norms + 1e-6)).clamp(max=1.0)[:, None])  # type: ignore[union-attr]
     optimizers = [members[k].optimizer for k in live]  # type: ignore[union-attr]
     if not step_together(optimizers):
         for optimizer in optimizers:
@@ -272,8 +271,8 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
     running = [m is not None for m in members]
     steps: list[torch.Tensor] = []
     """``[5, K]`` loss, policy loss, value loss, entropy and grad norm of each minibatch step."""
-    taken = [0] * len(members)
-    last: list[MemberStats | None] = [None] * len(members)
+    ends: list[tuple[int, torch.Tensor, torch.Tensor, int] | None] = [None] * len(members)
+    """Per member: its steps taken, and approx_kl, clipfrac and number of its last epoch."""
     count = min(num_minibatches, b)
     size = b // count
     with warnings.catch_warnings():  # the leaves' gradients are strided views of theta.grad, by design
@@ -292,15 +291,16 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
                 dist_params, values = stacked.forward(mb.obs)
                 out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
                 stacked.zero_grad()
-                torch.where(mask, out.loss, torch.zeros((), device=device)).sum().backward()
-                norms = clip_and_step(stacked, members, live, hp.max_grad_norm)
+                torch.where(mask, out.loss, 0.0).sum().backward()
+                norms = clip_and_step(stacked, members, live, hp.max_grad_norm, mask)
                 steps.append(torch.stack([out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(),
                                           out.entropy.detach(), norms]))
                 log_ratios.append(out.log_ratio)
+            kl = ratio_stats(torch.cat(log_ratios, dim=1), hp.clip_coef, dim=1)
+            approx_kl = kl.approx_kl.tolist()
             for k in live:
-                taken[k] = len(steps)
-                kl = ratio_stats(torch.cat([r[k] for r in log_ratios]), hp.clip_coef)
-                last[k] = MemberStats(torch.stack(steps[:taken[k]])[:, :, k], kl.approx_kl, kl.clipfrac, epoch + 1)
-                if hp.target_kl is not None and kl.approx_kl.item() > hp.target_kl:
-                    running[k] = False
-    return last
+                ends[k] = (len(steps), kl.approx_kl[k], kl.clipfrac[k], epoch + 1)
+                running[k] = not (hp.target_kl is not None and approx_kl[k] > hp.target_kl)
+    table = torch.stack(steps) if steps else torch.zeros(0, 5, len(members))
+    return [MemberStats(table[:end[0], :, k], *end[1:]) if end is not None else None  # type: ignore[arg-type]
+            for k, end in enumerate(ends)]
