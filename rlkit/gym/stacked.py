@@ -301,6 +301,6 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
             for k in live:
                 ends[k] = (len(steps), kl.approx_kl[k], kl.clipfrac[k], epoch + 1)
                 running[k] = not (hp.target_kl is not None and approx_kl[k] > hp.target_kl)
-    table = torch.stack(steps) if steps else torch.zeros(0, 5, len(members))
-    return [MemberStats(table[:end[0], :, k], *end[1:]) if end is not None else None  # type: ignore[arg-type]
+    table = torch.stack(steps).permute(2, 0, 1).contiguous() if steps else torch.zeros(len(members), 0, 5)
+    return [MemberStats(table[k, :end[0]], *end[1:]) if end is not None else None  # type: ignore[arg-type]
             for k, end in enumerate(ends)]
