@@ -14,9 +14,10 @@ from typing import Any, NamedTuple, Sequence
 import gymnasium as gym
 import numpy as np
 
-from rlkit.errors import RlkitError
+from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.backends import CartPoleSameStep, make_vector_backend
 from rlkit.gym.envs import close_envs, step_envs
+from rlkit.gym.population_host import HostedEnvs
 
 
 class StackedStep(NamedTuple):
@@ -38,29 +39,72 @@ class StackedStep(NamedTuple):
 
 
 class EachMembersEnvs:
-    """Each member's own envs (``envs[k]``, as its single run makes them), stepped in turn."""
+    """Each member's own envs (``envs[k]``, as its single run makes them), stepped in turn; those of
+    the members ``hosted`` holds step in its worker process meanwhile (their ``envs[k]`` are views
+    that refuse to step)."""
 
-    def __init__(self, envs: Sequence[gym.vector.VectorEnv], env_id: str, num_envs: int) -> None:
-        self.envs, self.env_id, self.num_envs = list(envs), env_id, num_envs
+    def __init__(self, envs: Sequence[gym.vector.VectorEnv], env_id: str, num_envs: int,
+                 hosted: HostedEnvs | None = None) -> None:
+        self.envs, self.env_id, self.num_envs, self.hosted = list(envs), env_id, num_envs, hosted
+        self.failed_at_start: dict[int, RlkitError] = dict(hosted.errors) if hosted is not None else {}
+        """Members whose envs could not be made where they step."""
 
     def step(self, actions: np.ndarray, live: list[int]) -> StackedStep:
         """``actions [K, N, ...]`` (as the envs take them) for the ``live`` members."""
         k, n = len(self.envs), self.num_envs
         out = StackedStep([None] * k, np.zeros((k, n)), np.zeros((k, n), bool), np.zeros((k, n), bool), {}, {})
+        hosted = self.hosted.members if self.hosted is not None else []
+        sent = self.hosted is not None and self.hosted.start(actions, set(live))
         for i in live:
+            if i in hosted:
+                continue
             try:
-                obs, rewards, terminated, truncated, info = step_envs(self.envs[i], self.env_id, actions[i])
+                self._record(out, i, step_envs(self.envs[i], self.env_id, actions[i]))
             except RlkitError as exc:
                 out.errors[i] = exc
-                continue
-            out.obs[i] = obs
-            out.rewards[i], out.terminated[i], out.truncated[i] = rewards, terminated, truncated
-            if "final_obs" in info:
-                out.finals[i] = info["final_obs"]
+        results = self.hosted.finish() if sent else {}  # type: ignore[union-attr]
+        for i in (i for i in hosted if i in live):
+            result = results.get(i) or EnvError(f"{self.env_id}: the population's env worker process died "
+                                                "(exit or crash)")
+            if isinstance(result, RlkitError):
+                out.errors[i] = result
+            else:
+                self._record(out, i, (*result[:4], {} if result.finals is None else {"final_obs": result.finals}))
         return out
 
+    @staticmethod
+    def _record(out: StackedStep, i: int, step: tuple[Any, ...]) -> None:
+        obs, rewards, terminated, truncated, info = step
+        out.obs[i] = obs  # type: ignore[index]
+        out.rewards[i], out.terminated[i], out.truncated[i] = rewards, terminated, truncated
+        if "final_obs" in info:
+            out.finals[i] = info["final_obs"]
+
     def close(self) -> None:
-        """Nothing of its own: each member closes its envs."""
+        """The worker, if any (each member closes its own envs)."""
+        if self.hosted is not None:
+            self.hosted.close()
+
+
+class Elsewhere(gym.vector.VectorEnv):
+    """Member ``k``'s envs as its trainer sees them while they step in ``host``'s worker: their
+    spaces; ``reset(seed)`` resets them there; the population steps them (``step`` is refused)."""
+
+    def __init__(self, envs: gym.vector.VectorEnv, host: HostedEnvs, k: int) -> None:
+        self.host, self.k = host, k
+        self.num_envs = envs.num_envs
+        self.single_observation_space, self.single_action_space = envs.single_observation_space, envs.single_action_space
+        self.observation_space, self.action_space = envs.observation_space, envs.action_space
+        self.spec = envs.spec
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        return self.host.reset(self.k, seed), {}  # type: ignore[arg-type]
+
+    def step(self, actions: Any) -> Any:
+        raise RuntimeError("a population member's envs are stepped by its population")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """The worker closes them."""
 
 
 class MemberGroup(gym.vector.VectorEnv):

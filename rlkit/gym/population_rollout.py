@@ -20,8 +20,9 @@ import numpy as np
 from rlkit.core.buffer import stack_buffers
 from rlkit.core.heads import NumpyCategorical
 from rlkit.errors import RlkitError
-from rlkit.gym.envs import close_envs
-from rlkit.gym.population_envs import EachMembersEnvs, SharedCartPole
+from rlkit.gym.envs import close_envs, make_vec_env, reset_envs
+from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, SharedCartPole
+from rlkit.gym.population_host import HostedEnvs, HostedSpec
 from rlkit.gym.policies import NumpyActor
 from rlkit.gym.stacked import StackedActor
 from rlkit.gym.trainer import PPOTrainer
@@ -38,15 +39,31 @@ class Acts(NamedTuple):
 
 def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPole:
     """The members' envs as one: CartPole's vectorized implementation shared by all (each member's
-    own envs closed and replaced by its group) with ``env_backend="vector"``; else their own."""
+    own envs closed and replaced by its group) with ``env_backend="vector"``; with ``async_envs``
+    (two members or more) the last ``K // 2`` members' envs remade in one worker process and the
+    others' in this one (:mod:`rlkit.gym.population_host`); else their own."""
     cfg = members[0].cfg
-    if cfg.env_backend != "vector":
+    if cfg.env_backend == "vector":
+        shared = SharedCartPole(cfg.env, len(members), cfg.num_envs, cfg.env_options)
+        for k, m in enumerate(members):
+            close_envs(m.envs, cfg.env)
+            m.envs = shared.member(k, m.episode_seed())
+        return shared
+    if not cfg.async_envs or len(members) < 2:
         return EachMembersEnvs([m.envs for m in members], cfg.env, cfg.num_envs)
-    shared = SharedCartPole(cfg.env, len(members), cfg.num_envs, cfg.env_options)
+    hosted = list(range(len(members) - len(members) // 2, len(members)))
+    spec = HostedSpec(cfg.env, cfg.num_envs, cfg.env_wrappers, dict(cfg.env_options),
+                      [members[k].episode_seed() for k in hosted])
+    host = HostedEnvs(spec, hosted)
     for k, m in enumerate(members):
-        close_envs(m.envs, cfg.env)
-        m.envs = shared.member(k, m.episode_seed())
-    return shared
+        own = m.envs
+        if k in hosted:
+            m.envs = Elsewhere(own, host, k)
+        else:  # in this process, reset as the member's own envs were
+            m.envs = make_vec_env(cfg.env, cfg.num_envs, False, cfg.env_wrappers, **cfg.env_options)
+            reset_envs(m.envs, cfg.env, m.episode_seed())
+        close_envs(own, cfg.env)
+    return EachMembersEnvs([m.envs for m in members], cfg.env, cfg.num_envs, host)
 
 
 class StackedRollout:
@@ -59,6 +76,8 @@ class StackedRollout:
         first = members[0]
         self.cfg, self.head = first.cfg, first.head
         self.envs = population_envs(members)
+        for k, error in (self.envs.failed_at_start if isinstance(self.envs, EachMembersEnvs) else {}).items():
+            fail(k, error)
         self.store = stack_buffers([m.buffer for m in members])
         self.categorical = NumpyCategorical() if getattr(first.head, "fused_kind", None) == "categorical" else None
         """Softmax logits: every member sampled in one pass from its own uniforms."""

@@ -1,0 +1,181 @@
+"""Some members' envs stepped in one worker process beside the trainer (a population with
+``async_envs=True``): while the trainer steps its own members' envs, the worker steps the others',
+so a population of envs stepped in Python (MuJoCo) uses a second core. One message each way per
+step for all the worker's members (Gymnasium's ``AsyncVectorEnv`` pays a round trip per sub-env,
+too dear beside a MuJoCo step of ~120 us, measured).
+
+The worker makes each member's envs as its single run makes them in-process and resets them with
+the member's seed, so a member's episodes are those of its single run wherever its envs step. An
+env error fails that member alone; a worker that dies fails all of its members, each with one line.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import time
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from rlkit.errors import EnvError, RlkitError
+from rlkit.gym.envs import close_envs, make_vec_env, reset_envs, step_envs
+
+
+class HostedSpec(NamedTuple):
+    """What the worker makes: ``len(seeds)`` members' envs of one config."""
+
+    env_id: str
+    num_envs: int
+    wrappers: str
+    env_kwargs: dict[str, Any]
+    seeds: list[int]
+    """Each hosted member's reset seed (its episode seed)."""
+
+
+class MemberResult(NamedTuple):
+    """One hosted member's step: what ``envs.step`` returns, final observations as an object array."""
+
+    obs: Any
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    finals: np.ndarray | None
+
+
+def _host(conn: Any, parent_conn: Any, spec: HostedSpec) -> None:
+    """The worker: make and reset the members' envs, then answer ``("step", actions)`` (one entry
+    per hosted member: its actions, or None to leave it) until ``"close"`` or the trainer's end."""
+    for s in (signal.SIGINT, signal.SIGTERM):  # the trainer's signals; it closes this worker
+        signal.signal(s, signal.SIG_IGN)
+    parent_conn.close()  # the trainer's death is then an EOF here
+    envs: list[gym.vector.VectorEnv | None] = []
+    errors: list[RlkitError | None] = []
+    for seed in spec.seeds:
+        try:
+            envs.append(make_vec_env(spec.env_id, spec.num_envs, False, spec.wrappers, **spec.env_kwargs))
+            reset_envs(envs[-1], spec.env_id, seed)  # type: ignore[arg-type]
+            errors.append(None)
+        except RlkitError as exc:
+            errors.append(exc)
+    try:
+        conn.send(errors)
+        while True:
+            _wait(conn)
+            command, data = conn.recv()
+            if command == "close":
+                break
+            if command == "reset":
+                conn.send(_reset(envs, *data, spec.env_id))
+            else:
+                conn.send([_step(envs, i, spec.env_id, a) for i, a in enumerate(data)])
+    except (EOFError, OSError):
+        pass
+    for e in envs:
+        if e is not None:
+            close_envs(e, spec.env_id, abort=True)
+
+
+SPIN_SECONDS = 0.002
+"""How long each side polls its pipe before it sleeps on it: a wake-up from sleep costs hundreds of
+microseconds on a virtual machine (measured), more than a MuJoCo step; a rollout's steps come
+sooner than this, an update's pause is longer."""
+
+
+def _wait(conn: Any) -> None:
+    """Until ``conn`` has a message: polled for :data:`SPIN_SECONDS`, then slept on."""
+    deadline = time.perf_counter() + SPIN_SECONDS
+    while not conn.poll():
+        if time.perf_counter() > deadline:
+            conn.poll(None)
+            return
+
+
+def _reset(envs: list[gym.vector.VectorEnv | None], i: int, seed: int, env_id: str) -> Any:
+    """Member ``i``'s envs reset with ``seed``: the observations, or the exception raised."""
+    try:
+        if envs[i] is None:
+            raise RuntimeError("its envs failed before")
+        return envs[i].reset(seed=seed)[0]  # type: ignore[union-attr]
+    except Exception as exc:  # noqa: BLE001  (the trainer's reset reports it in one line)
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _step(envs: list[gym.vector.VectorEnv | None], i: int, env_id: str, actions: Any) -> MemberResult | RlkitError | None:
+    if envs[i] is None or actions is None:
+        return None
+    try:
+        obs, rewards, terminated, truncated, info = step_envs(envs[i], env_id, actions)  # type: ignore[arg-type]
+    except RlkitError as exc:
+        close_envs(envs[i], env_id, abort=True)  # type: ignore[arg-type]
+        envs[i] = None
+        return exc
+    return MemberResult(obs, rewards, terminated, truncated, info.get("final_obs"))
+
+
+class HostedEnvs:
+    """The trainer's side of one worker hosting ``spec``'s members' envs (their indices ``members``
+    in the population). ``start`` sends a step's actions, ``finish`` waits for the results."""
+
+    def __init__(self, spec: HostedSpec, members: list[int]) -> None:
+        self.spec, self.members = spec, members
+        ctx = multiprocessing.get_context()
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_host, args=(child, self.conn, spec), daemon=True,
+                                   name="rlkit-population-envs")
+        self.process.start()
+        child.close()
+        self.dead = False
+        self.errors: dict[int, RlkitError] = {}
+        """Members whose envs could not be made or reset in the worker."""
+        for k, error in zip(members, self._receive()):
+            if error is not None:
+                self.errors[k] = error
+
+    def _receive(self) -> list[Any]:
+        try:
+            _wait(self.conn)
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.dead = True
+            return [EnvError(f"{self.spec.env_id}: the population's env worker process died (exit or crash)")] \
+                * len(self.members)
+
+    def start(self, actions: np.ndarray, live: set[int]) -> bool:
+        """Send the hosted live members' ``actions[k]``; False if the worker is gone."""
+        if self.dead:
+            return False
+        try:
+            self.conn.send(("step", [actions[k] if k in live else None for k in self.members]))
+        except (BrokenPipeError, OSError):
+            self.dead = True
+        return not self.dead
+
+    def finish(self) -> dict[int, MemberResult | RlkitError]:
+        """Each hosted live member's result (an error fails it)."""
+        return {k: r for k, r in zip(self.members, self._receive()) if r is not None}
+
+    def reset(self, k: int, seed: int) -> np.ndarray:
+        """Member ``k``'s envs reset with ``seed`` in the worker; returns their observations."""
+        if not self.dead:
+            try:
+                self.conn.send(("reset", (self.members.index(k), seed)))
+            except (BrokenPipeError, OSError):
+                self.dead = True
+        obs = self._receive() if not self.dead else None
+        if self.dead or isinstance(obs, BaseException):
+            raise obs if isinstance(obs, BaseException) else RuntimeError("the population's env worker process died")
+        return obs
+
+    def close(self) -> None:
+        if not self.dead:
+            try:
+                self.conn.send(("close", None))
+            except (BrokenPipeError, OSError):
+                pass
+        self.process.join(timeout=10)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(timeout=5)
+        self.conn.close()

@@ -1,0 +1,50 @@
+"""A population with ``async_envs``: half the members' envs step in one worker process beside the
+trainer. A member's numbers are those of the in-process population; an env error in the worker
+fails that member alone; a worker that dies fails its members, and the others finish."""
+
+import os
+import signal
+
+import pytest
+
+from rlkit.gym import population_host
+from rlkit.gym.population_start import train_population
+from tests.gym.test_population import _cfg
+from tests.test_reproducibility import assert_same_bits, final_tensors
+
+
+def test_members_hosted_in_a_worker_give_the_bits_of_the_in_process_population(tmp_path):
+    kw = dict(env="Pendulum-v1", norm_obs=True, norm_reward=True, total_steps=1024)
+    plain = train_population(_cfg(tmp_path, "plain", **kw), [1, 2, 3])
+    hosted = train_population(_cfg(tmp_path, "hosted", async_envs=True, **kw), [1, 2, 3])
+    alone = train_population(_cfg(tmp_path, "alone", async_envs=True, **kw), [3])  # its own async workers
+    assert [o.error for o in plain + hosted + alone] == [None] * 7
+    for a, b in zip(plain, hosted):
+        assert_same_bits(final_tensors(a.run_dir), final_tensors(b.run_dir))
+        assert a.result.eval_history == b.result.eval_history
+    assert_same_bits(final_tensors(plain[2].run_dir), final_tensors(alone[0].run_dir))
+
+
+@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0"])
+def test_a_member_failing_in_the_worker_is_failed_alone(tmp_path, env):
+    out = train_population(_cfg(tmp_path, "p", env=env, total_steps=1024, async_envs=True), [1, 2, 100])
+    assert [o.error is None for o in out] == [True, True, False]  # seed 100 is the worker's (the last K // 2)
+    assert "\n" not in out[2].error and out[0].result.updates == out[1].result.updates == 4
+
+
+def test_a_worker_that_dies_fails_its_members_and_the_others_finish(tmp_path, monkeypatch):
+    hosts = []
+    real_start = population_host.HostedEnvs.start
+
+    def start(self, actions, live):
+        hosts.append(self)
+        if len(hosts) == 50:  # mid-training: the worker is killed
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.join(10)
+        return real_start(self, actions, live)
+
+    monkeypatch.setattr(population_host.HostedEnvs, "start", start)
+    first, second, third, fourth = train_population(_cfg(tmp_path, "p", total_steps=1024, async_envs=True), [1, 2, 3, 4])
+    assert first.error is None and second.error is None and first.result.updates == 4
+    for gone in (third, fourth):
+        assert gone.result is None and "worker process died" in gone.error and "\n" not in gone.error
