@@ -219,13 +219,34 @@ class _NumpyGaussian:
         self.log_norm = np.float32(log_std.sum() + 0.5 * len(log_std) * math.log(2 * math.pi))
 
     def sample(self, out: np.ndarray, rng: np.random.Generator) -> NumpySample:
-        noise = rng.standard_normal(out.shape, dtype=np.float32)
-        actions = out + noise * self.std
-        log_probs = (-0.5 * np.square(noise)).sum(-1) - self.log_norm
-        return NumpySample(actions.astype(np.float32, copy=False), log_probs.astype(np.float32, copy=False))
+        return gaussian_from_noise(out, rng.standard_normal(out.shape, dtype=np.float32), self.std, self.log_norm)
 
     def mode(self, out: np.ndarray) -> np.ndarray:
         return out
+
+
+def gaussian_from_noise(out: np.ndarray, noise: np.ndarray, std: np.ndarray, log_norm: np.ndarray | np.float32
+                        ) -> NumpySample:
+    """Diagonal Gaussian samples of means ``out [..., N, A]`` from standard normal ``noise`` of that
+    shape: ``std`` broadcasting to it (``[A]``, or ``[K, 1, A]`` for a population's members) and
+    ``log_norm`` to ``[..., N]`` (a scalar, or ``[K, 1]``); each row's numbers are its own."""
+    actions = out + noise * std
+    log_probs = (-0.5 * np.square(noise)).sum(-1) - log_norm
+    return NumpySample(actions.astype(np.float32, copy=False), log_probs.astype(np.float32, copy=False))
+
+
+def gaussians_together(samplers: list[NumpySampler], out: np.ndarray, rngs: list[np.random.Generator]
+                       ) -> NumpySample | None:
+    """``samplers[k].sample(out[k], rngs[k])`` for every member in one pass (each member's noise
+    drawn from its own stream), or None, drawing nothing, where they are not all diagonal Gaussians."""
+    if not all(type(s) is _NumpyGaussian for s in samplers):
+        return None
+    noise = np.empty(out.shape, np.float32)
+    for k, rng in enumerate(rngs):
+        rng.standard_normal(out.shape[1:], dtype=np.float32, out=noise[k])
+    std = np.stack([s.std for s in samplers])[:, None]  # type: ignore[attr-defined]
+    log_norm = np.array([s.log_norm for s in samplers], np.float32)[:, None]  # type: ignore[attr-defined]
+    return gaussian_from_noise(out, noise, std, log_norm)
 
 
 HeadFactory = Callable[[gym.Space], PolicyHead]

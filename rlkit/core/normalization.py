@@ -133,6 +133,55 @@ class RewardScaler:
         self.returns = returns
 
 
+def _fold_together(stats: list[RunningMeanStd], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each ``stats[k].update(x[k])`` for ``x [K, n, *shape]`` in one pass (the same formulas, each
+    row's numbers its own); returns the new means and variances ``[K, *shape]``."""
+    n = x.shape[1]
+    mean, var = np.stack([s.mean for s in stats]), np.stack([s.var for s in stats])
+    count = np.array([s.count for s in stats], np.float64).reshape(-1, *([1] * (mean.ndim - 1)))
+    batch_mean, batch_var = (x[:, 0], 0.0) if n == 1 else (x.mean(1), x.var(1))
+    delta = batch_mean - mean
+    total = count + n
+    mean = mean + delta * (n / total)
+    var = (var * count + batch_var * n + np.square(delta) * (count * n / total)) / total
+    for k, (s, c) in enumerate(zip(stats, total.reshape(-1).tolist())):
+        s.mean, s.var, s.count = mean[k], var[k], c
+    return mean, var
+
+
+def normalize_together(norms: list[ObsNormalizer], obs: np.ndarray) -> np.ndarray:
+    """``norms[k](obs[k], update=True)`` for every member of a population, ``obs [K, N, *shape]``,
+    in a few numpy calls for all (normalizers of one config: the first one's settings)."""
+    first = norms[0]
+    if not first.enabled:
+        return np.asarray(obs, dtype=first.dtype)
+    x = np.asarray(obs, dtype=np.float32)
+    mean, var = _fold_together([m.rms for m in norms], x)
+    means, inv_stds = mean.astype(np.float32), (1.0 / np.sqrt(var + first.eps)).astype(np.float32)
+    if first.fixed is not None:
+        means[:, first.fixed], inv_stds[:, first.fixed] = 0.0, 1.0
+    for k, m in enumerate(norms):
+        m._mean, m._inv_std = means[k], inv_stds[k]
+    out = (x - means[:, None]) * inv_stds[:, None]
+    return np.minimum(np.maximum(out, -first.clip, out=out), first.clip, out=out)
+
+
+def scale_together(scalers: list[RewardScaler], rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
+    """``scalers[k](rewards[k], dones[k], update=True)`` for every member, ``rewards [K, N]``."""
+    first = scalers[0]
+    rewards = np.asarray(rewards, dtype=np.float32)
+    if not first.enabled:
+        return rewards
+    returns = np.stack([s.returns for s in scalers]) * first.gamma + rewards
+    _, var = _fold_together([s.rms for s in scalers], returns)
+    if dones.any():
+        returns[dones] = 0.0
+    for k, s in enumerate(scalers):
+        s.returns = returns[k]
+    out = rewards * (1.0 / np.sqrt(var + first.eps)).astype(np.float32)[:, None]
+    return np.minimum(np.maximum(out, -first.clip, out=out), first.clip, out=out)
+
+
 def _same_settings(what: str, state: dict[str, object], enabled: bool, clip: float) -> None:
     """A stored normalizer's ``enabled`` and ``clip`` equal the ones the run builds from its config."""
     stored = (state["enabled"], state["clip"])

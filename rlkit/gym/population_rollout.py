@@ -18,7 +18,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.core.buffer import stack_buffers
-from rlkit.core.heads import NumpyCategorical
+from rlkit.core.heads import NumpyCategorical, gaussians_together
+from rlkit.core.normalization import normalize_together, scale_together
 from rlkit.errors import RlkitError
 from rlkit.gym.envs import close_envs, make_vec_env, reset_envs
 from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, SharedCartPole
@@ -112,11 +113,16 @@ class StackedRollout:
     def _sample(self, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
         """The ``live`` members' actions from their ``params [K, N, out]`` rows, each drawn from its own
         random stream. A head of softmax logits samples all members in one pass from their
-        uniforms (drawn as its sampler draws them); any other, member by member."""
+        uniforms, a diagonal Gaussian from their noise (each drawn as its sampler draws it); any
+        other, member by member."""
         k, n = params.shape[:2]
         rngs = [m.learner.rng for m in self.members]
         if self.categorical is None:
             acts = self._blank(k, n)
+            drawn = gaussians_together([actors[i].sampler for i in live], params[live], [rngs[i] for i in live])
+            if drawn is not None:
+                acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
+                return acts
             for i in live:
                 drawn = actors[i].sampler.sample(params[i], rngs[i])
                 acts.actions[i], acts.log_probs[i] = drawn.actions, drawn.log_probs
@@ -151,9 +157,9 @@ class StackedRollout:
                 self._check(k, members[k].check_finite, out.rewards[k], "rewards")
             live = self.live()
         dones = out.terminated | out.truncated
-        if self.cfg.norm_reward:
-            for k in live:
-                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[k], dones[k], update=True)
+        if self.cfg.norm_reward and live:
+            s["rewards"][live, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[live],
+                                                   dones[live])
         else:
             s["rewards"][:, t] = out.rewards
         s["raw_rewards"][:, t], s["terminated"][:, t], s["dones"][:, t] = out.rewards, out.terminated, dones
@@ -164,8 +170,9 @@ class StackedRollout:
         if not self.cfg.norm_obs:
             return raw.astype(np.float32, copy=False)
         nxt = np.zeros(raw.shape, np.float32)
-        for k in self.live():
-            nxt[k] = members[k].parts.obs_norm(raw[k], update=True)
+        live = self.live()
+        if live:
+            nxt[live] = normalize_together([members[k].parts.obs_norm for k in live], raw[live])
         return nxt
 
     def _bootstrap(self, k: int, t: int, ids: np.ndarray, finals: np.ndarray, actor: NumpyActor) -> None:

@@ -1,0 +1,55 @@
+"""A population's normalizations stepped together give each member the bits of its own normalizer
+stepped alone (plain vs batched, on this machine)."""
+
+import numpy as np
+import pytest
+
+from rlkit.core.normalization import ObsNormalizer, RewardScaler, normalize_together, scale_together
+
+
+def _states(objs):
+    return [o.state_dict() for o in objs]
+
+
+@pytest.mark.parametrize("n, shape, scaled", [(1, (11,), None), (4, (3,), None), (8, (2, 3), None),
+                                              (4, (5,), np.array([1, 0, 1, 1, 0], bool))])
+def test_observations_normalized_together_are_each_members_own(n, shape, scaled):
+    rng = np.random.default_rng(0)
+    k = 5
+    flat = int(np.prod(shape))
+    alone = [ObsNormalizer((flat,), True, scaled=scaled) for _ in range(k)]
+    together = [ObsNormalizer((flat,), True, scaled=scaled) for _ in range(k)]
+    for step in range(30):
+        obs = (rng.standard_normal((k, n, flat)) * (1 + step) + step).astype(np.float32)
+        if step == 7:
+            obs[2] *= 1e4  # one member's outlier is clipped in its rows only
+        mine = np.stack([a(obs[i], update=True) for i, a in enumerate(alone)])
+        ours = normalize_together(together, obs)
+        assert ours.dtype == np.float32 and np.array_equal(mine, ours)
+    assert _states(alone) == _states(together)
+    assert not np.array_equal(alone[0].rms.mean, alone[1].rms.mean)  # the members' statistics are their own
+    extra = rng.standard_normal((3, flat)).astype(np.float32)
+    assert all(np.array_equal(a(extra, update=False), b(extra, update=False)) for a, b in zip(alone, together))
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_rewards_scaled_together_are_each_members_own(n):
+    rng = np.random.default_rng(1)
+    k = 4
+    alone = [RewardScaler(n, 0.99, True) for _ in range(k)]
+    together = [RewardScaler(n, 0.99, True) for _ in range(k)]
+    for step in range(50):
+        rewards = rng.standard_normal((k, n)) * (1 + np.arange(k))[:, None]
+        dones = rng.random((k, n)) < 0.1
+        mine = np.stack([a(rewards[i], dones[i], update=True) for i, a in enumerate(alone)])
+        ours = scale_together(together, rewards, dones)
+        assert np.array_equal(mine, ours)
+    assert _states(alone) == _states(together)
+
+
+def test_disabled_normalizations_pass_values_through():
+    obs = np.arange(12, dtype=np.float64).reshape(2, 3, 2)
+    out = normalize_together([ObsNormalizer((2,), False), ObsNormalizer((2,), False)], obs)
+    assert out.dtype == np.float32 and np.array_equal(out, obs)
+    rewards = np.ones((2, 3))
+    assert np.array_equal(scale_together([RewardScaler(3, 0.9, False)] * 2, rewards, rewards > 0), rewards)
