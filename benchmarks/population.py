@@ -11,6 +11,10 @@ printed to show the members learn.
 
     python benchmarks/population.py                           # CartPole 100k x 10 seeds, Hopper 100k x 5
     python benchmarks/population.py --settings cartpole-vector --write ""
+    python benchmarks/population.py --settings cartpole-vector hopper-async --repeat 3
+
+With ``--repeat R`` each setting's three runs go round R times, interleaved, and the table gives
+each one's median wall time (this machine's speed drifts by several percent from minute to minute).
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="gymnasium"),
     "cartpole-vector": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="vector"),
     "hopper": dict(preset="mujoco", env="Hopper-v5", steps=100_000, k=5, backend="gymnasium"),
+    # The population of K with --async-envs: the last K // 2 members' envs step in one worker process
+    # beside the trainer (the second core). One seed alone and the population of one run in-process,
+    # their fastest form with one env.
+    "hopper-async": dict(preset="mujoco", env="Hopper-v5", steps=100_000, k=5, backend="gymnasium", async_k=True),
 }
 
 
@@ -39,7 +47,7 @@ def worker(name: str, k: int, steps: int) -> dict:
     s = SETTINGS[name]
     cfg = rlkit.preset(s["preset"], env=s["env"], env_backend=s["backend"], total_steps=steps, eval_episodes=0,
                        checkpoint_every=10**9, progress=False, logdir="/tmp/rlkit-bench-population",
-                       run_name=f"{name}-{k}-{time.time_ns()}")
+                       run_name=f"{name}-{k}-{time.time_ns()}", async_envs=bool(s.get("async_k")) and k > 1)
     start = time.perf_counter()
     if k == 0:  # one seed, the single-run trainer
         results = [rlkit.train(cfg)]
@@ -59,10 +67,16 @@ def run_worker(name: str, k: int, steps: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _median(results: list[dict]) -> dict:
+    """The run of median wall time (the lower middle one of an even count)."""
+    return sorted(results, key=lambda r: r["seconds"])[(len(results) - 1) // 2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--steps", type=int, default=None, help="override the per-seed step budget")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the three runs (medians reported)")
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -73,17 +87,19 @@ def main() -> None:
              f"Command: `python benchmarks/population.py {' '.join(sys.argv[1:])}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
-             "| setting | steps/seed | run | wall s | × one seed | aggregate steps/s | members' eval returns |",
+             "| setting | steps/seed | run | wall s, median (each round) | × one seed | aggregate steps/s | members' eval returns |",
              "|---|---|---|---|---|---|---|"]
     for name in args.settings:
         s = SETTINGS[name]
         steps = args.steps or s["steps"]
-        one = run_worker(name, 0, steps)
-        for label, k, r in [("one seed alone", 0, one), ("population K=1", 1, run_worker(name, 1, steps)),
-                            (f"population K={s['k']}", s["k"], run_worker(name, s["k"], steps))]:
-            row = (f"| {name}: {s['env']} ({s['backend']}) | {steps:,} | {label} | {r['seconds']:.1f} | "
-                   f"{r['seconds'] / one['seconds']:.2f}× | {r['steps'] / r['seconds']:,.0f} | "
-                   f"{', '.join(f'{x:.0f}' for x in r['returns'])} |")
+        runs = [(0, "one seed alone"), (1, "population K=1"), (s["k"], f"population K={s['k']}")]
+        rounds = [[run_worker(name, k, steps) for k, _ in runs] for _ in range(max(args.repeat, 1))]
+        medians = [_median([r[i] for r in rounds]) for i in range(len(runs))]
+        for i, ((k, label), r) in enumerate(zip(runs, medians)):
+            walls = ", ".join(f"{x[i]['seconds']:.1f}" for x in rounds)
+            row = (f"| {name}: {s['env']} ({s['backend']}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
+                   f"{steps:,} | {label} | {r['seconds']:.1f} ({walls}) | {r['seconds'] / medians[0]['seconds']:.2f}× | "
+                   f"{r['steps'] / r['seconds']:,.0f} | {', '.join(f'{x:.0f}' for x in r['returns'])} |")
             lines.append(row)
             print(row, flush=True)
     if args.write:

@@ -46,16 +46,17 @@ def _pad_out(t: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 _NUMPY_WIDTH = 4
-"""Products with at most this many output columns run as numpy's stacked matmul on the CPU (a
-loop of one small GEMM per member, 2-3x faster than torch's batched kernel for 5-10 members at
-these widths, measured; as fast for one member). The choice depends on the shape alone, never on ``K``."""
+"""Products with at most this many output columns (or a single row) run as numpy's stacked matmul
+on the CPU (a loop of one small GEMM per member, 2-3x faster than torch's batched kernel for 5-10
+members at these widths, measured; as fast for one member), unless they contract a single column
+(an outer product, slow in numpy). The choice depends on the shapes alone, never on ``K``."""
 
 
 def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a [K, m, n] @ b [K, n, p]``: numpy's for a narrow ``p``; else torch's with a width of 1 (m, n
-    or p) padded to 2 (the pad is cut off)."""
-    m, p = a.shape[1], b.shape[2]
-    if p <= _NUMPY_WIDTH and a.device.type == "cpu":  # numpy's loop of GEMMs needs no padding
+    """``a [K, m, n] @ b [K, n, p]``: numpy's for a narrow ``p`` or a single row; else torch's with a
+    width of 1 (m, n or p) padded to 2 (the pad is cut off)."""
+    m, n, p = a.shape[1], a.shape[2], b.shape[2]
+    if (p <= _NUMPY_WIDTH or m == 1) and n > 1 and a.device.type == "cpu":  # numpy's GEMM loop: no padding
         return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
     a, b = _pad_out(a, 1), _pad_out(b, 2)
     if a.shape[2] == 1:
