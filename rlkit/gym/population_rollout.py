@@ -29,6 +29,12 @@ from rlkit.gym.stacked import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
 
+TOGETHER = 4
+"""From this many live members, their normalizations and Gaussian samples run in one numpy pass;
+fewer run member by member, faster for them (measured). Each member gets the same bits either way
+(tested), so the choice never changes a member's numbers."""
+
+
 class Acts(NamedTuple):
     """What the members did at one step (rows of members that did not act hold zeros)."""
 
@@ -119,7 +125,8 @@ class StackedRollout:
         rngs = [m.learner.rng for m in self.members]
         if self.categorical is None:
             acts = self._blank(k, n)
-            drawn = gaussians_together([actors[i].sampler for i in live], params[live], [rngs[i] for i in live])
+            drawn = gaussians_together([actors[i].sampler for i in live], params[live], [rngs[i] for i in live]) \
+                if len(live) >= TOGETHER else None
             if drawn is not None:
                 acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
                 return acts
@@ -157,9 +164,12 @@ class StackedRollout:
                 self._check(k, members[k].check_finite, out.rewards[k], "rewards")
             live = self.live()
         dones = out.terminated | out.truncated
-        if self.cfg.norm_reward and live:
+        if self.cfg.norm_reward and len(live) >= TOGETHER:
             s["rewards"][live, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[live],
                                                    dones[live])
+        elif self.cfg.norm_reward:
+            for k in live:
+                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[k], dones[k], update=True)
         else:
             s["rewards"][:, t] = out.rewards
         s["raw_rewards"][:, t], s["terminated"][:, t], s["dones"][:, t] = out.rewards, out.terminated, dones
@@ -171,8 +181,10 @@ class StackedRollout:
             return raw.astype(np.float32, copy=False)
         nxt = np.zeros(raw.shape, np.float32)
         live = self.live()
-        if live:
+        if len(live) >= TOGETHER:
             nxt[live] = normalize_together([members[k].parts.obs_norm for k in live], raw[live])
+        for k in live if len(live) < TOGETHER else ():
+            nxt[k] = members[k].parts.obs_norm(raw[k], update=True)
         return nxt
 
     def _bootstrap(self, k: int, t: int, ids: np.ndarray, finals: np.ndarray, actor: NumpyActor) -> None:
