@@ -53,11 +53,16 @@ def _host(conn: Any, parent_conn: Any, spec: HostedSpec) -> None:
     envs: list[gym.vector.VectorEnv | None] = []
     errors: list[RlkitError | None] = []
     for seed in spec.seeds:
+        made = None
         try:
-            envs.append(make_vec_env(spec.env_id, spec.num_envs, False, spec.wrappers, **spec.env_kwargs))
-            reset_envs(envs[-1], spec.env_id, seed)  # type: ignore[arg-type]
+            made = make_vec_env(spec.env_id, spec.num_envs, False, spec.wrappers, **spec.env_kwargs)
+            reset_envs(made, spec.env_id, seed)
+            envs.append(made)
             errors.append(None)
-        except RlkitError as exc:
+        except RlkitError as exc:  # this member fails; the others' envs go on
+            if made is not None:
+                close_envs(made, spec.env_id, abort=True)
+            envs.append(None)
             errors.append(exc)
     try:
         conn.send(errors)

@@ -48,3 +48,20 @@ def test_a_worker_that_dies_fails_its_members_and_the_others_finish(tmp_path, mo
     assert first.error is None and second.error is None and first.result.updates == 4
     for gone in (third, fourth):
         assert gone.result is None and "worker process died" in gone.error and "\n" not in gone.error
+
+
+def test_members_whose_envs_the_worker_cannot_make_are_failed_at_the_start():
+    import numpy as np
+
+    import tests.toy_envs  # noqa: F401  (registers the toy envs)
+
+    host = population_host.HostedEnvs(population_host.HostedSpec("rlkit-test/WorkerFails-v0", 2, "", {}, [1, 2]), [3, 4])
+    try:
+        assert sorted(host.errors) == [3, 4] and all("\n" not in str(e) for e in host.errors.values())
+        assert host.start(np.zeros((5, 2), np.int64), {3, 4})  # the worker still answers, with nothing stepped
+        assert host.finish() == {}
+        with pytest.raises(RuntimeError, match="failed before"):
+            host.reset(3, 7)
+    finally:
+        host.close()
+    assert not host.process.is_alive()
