@@ -24,7 +24,8 @@ from typing import Any
 import torch
 
 from rlkit.core.buffer import Rollout
-from rlkit.core.loop import Interrupted, Schedule, SignalStop, open_logger, set_learning_rate, stop_on_signals
+from rlkit.core.loop import (Interrupted, Schedule, SignalStop, blas_threads, open_logger, set_learning_rate,
+                             stop_on_signals)
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
 from rlkit.gym.population_eval import evaluate_together
@@ -106,6 +107,7 @@ class Population:
     def train(self) -> list[MemberOutcome]:
         """Run every member to the end (holding their run directories); returns their outcomes."""
         with contextlib.ExitStack() as held:
+            held.enter_context(blas_threads(1 if self.members[0].cfg.async_envs else None))
             for m in self.members:
                 held.enter_context(m.lock)
                 m.prior = m.prior_result()
@@ -114,8 +116,12 @@ class Population:
                                    s.metric_tags, s.lead) for m, s in zip(self.members, specs)]
             try:
                 self._run(loggers, specs[0].schedule)
-            finally:
+            except BaseException:
+                self.rollout.close(abort=True)
+                raise
+            else:
                 self.rollout.close()
+            finally:
                 for logger in loggers:
                     logger.close()
             return [MemberOutcome(m.cfg.seed, str(m.run_dir), error=self.failed[k]) if k in self.failed

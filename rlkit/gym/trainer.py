@@ -23,7 +23,7 @@ from rlkit.core.device import torch_device
 from rlkit.core.encoders import encode_items
 from rlkit.core.learner import Progress
 from rlkit.core.loop import (EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Interrupted, Iteration, RunSpec, Schedule,
-                             open_run_dir, seed_and_threads, timestamp, train_steps, write_result)
+                             blas_threads, open_run_dir, seed_and_threads, timestamp, train_steps, write_result)
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
@@ -78,7 +78,10 @@ class PPOTrainer:
     With ``cfg.resume`` the run continues from its newest valid checkpoint with its own config;
     ``changes`` may set the :data:`rlkit.gym.checkpoint.RESUMABLE` fields (``total_steps`` to extend a run)."""
 
-    def __init__(self, cfg: TrainConfig, changes: dict[str, object] | None = None) -> None:
+    def __init__(self, cfg: TrainConfig, changes: dict[str, object] | None = None,
+                 in_process_envs: bool = False) -> None:
+        """``in_process_envs``: the envs made in this process whatever ``async_envs`` says (a
+        population of two or more steps its members' envs in one worker of its own)."""
         self.resumed = bool(cfg.resume)
         # A resumed run is locked before anything of it is read: a second process is refused first.
         early = open_run_dir(cfg.logdir, None, "", cfg.resume) if cfg.resume else None
@@ -90,7 +93,8 @@ class PPOTrainer:
             seed_and_threads(cfg.seed, cfg.torch_threads)
             self.device = torch_device(cfg.device)
             new_run_warnings()
-            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs, cfg.env_wrappers, cfg.env_backend,
+            self.envs = make_vec_env(cfg.env, cfg.num_envs, cfg.async_envs and not in_process_envs, cfg.env_wrappers,
+                                     cfg.env_backend,
                                      **cfg.env_options)
             try:
                 self._build()
@@ -293,7 +297,7 @@ class PPOTrainer:
 
     def train(self) -> TrainResult:
         """Run to the end (holding the run directory), evaluate, write ``result.json``."""
-        with self.lock:
+        with self.lock, blas_threads(1 if self.cfg.async_envs else None):
             self.prior = self.prior_result()
             train_steps(self, self.learner, self.progress, self.run_spec())
             return self.final_result()

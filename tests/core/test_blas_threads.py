@@ -1,0 +1,35 @@
+"""``blas_threads``: numpy's BLAS limited inside the block, as it was afterwards."""
+
+from __future__ import annotations
+
+from threadpoolctl import threadpool_info
+
+from rlkit.core.loop import blas_threads
+
+
+def _blas_threads() -> list[int]:
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+def test_blas_limited_inside_and_restored_after() -> None:
+    before = _blas_threads()
+    assert before, "numpy links a BLAS threadpoolctl can see"
+    with blas_threads(1):
+        assert _blas_threads() == [1] * len(before)
+    assert _blas_threads() == before
+
+
+def test_none_leaves_blas_as_it_is() -> None:
+    before = _blas_threads()
+    with blas_threads(None):
+        assert _blas_threads() == before
+
+
+def test_restored_when_the_block_raises() -> None:
+    before = _blas_threads()
+    try:
+        with blas_threads(1):
+            raise KeyError("x")
+    except KeyError:
+        pass
+    assert _blas_threads() == before
