@@ -56,7 +56,8 @@ class IdentityBox(gym.Env):
 
 
 class Faulty(IdentityDiscrete):
-    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward' or 'raise'."""
+    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward', 'raise' or 'interrupt'
+    (raises KeyboardInterrupt itself)."""
 
     def __init__(self, mode: str = "raise", after: int = 40) -> None:
         super().__init__()
@@ -68,6 +69,8 @@ class Faulty(IdentityDiscrete):
         if self.count > self.after:
             if self.mode == "raise":
                 raise RuntimeError("simulated physics blow-up")
+            if self.mode == "interrupt":
+                raise KeyboardInterrupt
             if self.mode == "nan_obs":
                 obs = obs * np.nan
             if self.mode == "nan_reward":
@@ -149,6 +152,16 @@ class DyingWorker(IdentityDiscrete):
 
             os._exit(3)
         self.steps = getattr(self, "steps", 0) + 1
+        return super().step(action)
+
+
+class HangsOnStep(IdentityDiscrete):
+    """Every step blocks for an hour (an env stuck in a simulator)."""
+
+    def step(self, action):
+        import time
+
+        time.sleep(3600)
         return super().step(action)
 
 
@@ -248,9 +261,11 @@ def register_all() -> None:
         "rlkit-test/DyingWorker-v0": ("DyingWorker", {}),
         "rlkit-test/ImageObs-v0": ("ImageObs", {}),
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
+        "rlkit-test/HangsOnStep-v0": ("HangsOnStep", {}),
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
         "rlkit-test/RaisesForSeed100-v0": ("FaultyForSeed", {"mode": "raise"}),
         "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
+        "rlkit-test/InterruptsForSeed100-v0": ("FaultyForSeed", {"mode": "interrupt"}),
         "rlkit-test/WorkerFails-v0": ("WorkerFails", {}),
         "rlkit-test/ResetRaises-v0": ("ResetRaises", {}),
         "rlkit-test/Pixels-v0": ("Pixels", {}),

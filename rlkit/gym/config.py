@@ -17,6 +17,7 @@ from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, f
                                require_positive_int, require_resume_path)
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
+from rlkit.gym.envs import check_backend
 from rlkit.gym.wrappers import check_wrappers
 from rlkit.variants import VariantGroups, variant_presets
 
@@ -101,6 +102,7 @@ class TrainConfig(ComposedConfig):
                               f"({self.batch_size} steps)")
         self.env_options  # a one-line ConfigError unless a JSON object
         check_wrappers(self.env_wrappers)
+        check_backend(self.env_backend, self.async_envs, self.env_wrappers)
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
 

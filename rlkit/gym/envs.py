@@ -191,6 +191,15 @@ def warn_close_failed(env_id: str, exc: Exception) -> None:
         log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))
 
 
+def check_backend(backend: str, async_envs: bool, wrappers: str) -> None:
+    """A one-line :class:`ConfigError` for a backend that cannot honour ``async_envs`` or ``wrappers``."""
+    if backend != "gymnasium" and async_envs:
+        raise ConfigError(f"--env-backend {backend} steps every env in one call from this process: drop --async-envs")
+    if backend == "vector" and wrappers:
+        raise ConfigError("--env-backend vector steps Gymnasium's vectorized env, under no wrapper stack: drop "
+                          "--env-wrappers")
+
+
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers: str = "",
                  backend: str = "gymnasium", **env_kwargs: Any) -> gym.vector.VectorEnv:
     """``num_envs`` copies of ``env_id`` (under the training side of the wrapper stack ``wrappers``)
@@ -205,11 +214,7 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
     """
     check_env_id(env_id)
     check_wrappers(wrappers)
-    if backend != "gymnasium" and async_envs:
-        raise ConfigError(f"--env-backend {backend} steps every env in one call from this process: drop --async-envs")
-    if backend == "vector" and wrappers:
-        raise ConfigError("--env-backend vector steps Gymnasium's vectorized env, under no wrapper stack: drop "
-                          "--env-wrappers")
+    check_backend(backend, async_envs, wrappers)
     try:
         if backend == "vector":
             return make_vector_backend(env_id.rpartition(":")[2], num_envs, env_kwargs)

@@ -80,10 +80,10 @@ class EachMembersEnvs:
         if "final_obs" in info:
             out.finals[i] = info["final_obs"]
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         """The worker, if any (each member closes its own envs)."""
         if self.hosted is not None:
-            self.hosted.close()
+            self.hosted.close(abort)
 
 
 class Elsewhere(gym.vector.VectorEnv):
@@ -154,5 +154,5 @@ class SharedCartPole:
         return StackedStep(obs, rewards.reshape(k, n), terminated.reshape(k, n), truncated.reshape(k, n),
                            finals, {})
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
         close_envs(self.env, "CartPole")

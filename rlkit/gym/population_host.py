@@ -111,7 +111,11 @@ def _step(envs: list[gym.vector.VectorEnv | None], i: int, env_id: str, actions:
     if envs[i] is None or actions is None:
         return None
     try:
-        obs, rewards, terminated, truncated, info = step_envs(envs[i], env_id, actions)  # type: ignore[arg-type]
+        try:
+            obs, rewards, terminated, truncated, info = step_envs(envs[i], env_id, actions)  # type: ignore[arg-type]
+        except KeyboardInterrupt as exc:  # the env's own (this worker ignores the trainer's signals)
+            said = f": {exc}" if str(exc) else ""
+            raise EnvError(f"{env_id} raised while stepping: KeyboardInterrupt{said}") from None
     except RlkitError as exc:
         close_envs(envs[i], env_id, abort=True)  # type: ignore[arg-type]
         envs[i] = None
@@ -173,14 +177,17 @@ class HostedEnvs:
             raise obs if isinstance(obs, BaseException) else RuntimeError("the population's env worker process died")
         return obs
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Ask the worker to close its envs and exit; one that does not within 10 s (1 s when
+        ``abort``: the run is failing or stopped at once, the worker perhaps stuck in an env) is
+        killed (it ignores SIGTERM, the trainer's signal)."""
         if not self.dead:
             try:
                 self.conn.send(("close", None))
             except (BrokenPipeError, OSError):
                 pass
-        self.process.join(timeout=10)
+        self.process.join(timeout=1 if abort else 10)
         if self.process.is_alive():
-            self.process.terminate()
+            self.process.kill()
             self.process.join(timeout=5)
         self.conn.close()

@@ -66,10 +66,11 @@ def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPo
         own = m.envs
         if k in hosted:
             m.envs = Elsewhere(own, host, k)
-        else:  # in this process, reset as the member's own envs were
+        elif isinstance(own, gym.vector.AsyncVectorEnv):  # in this process, reset as its own envs were
             m.envs = make_vec_env(cfg.env, cfg.num_envs, False, cfg.env_wrappers, **cfg.env_options)
             reset_envs(m.envs, cfg.env, m.episode_seed())
-        close_envs(own, cfg.env)
+        if m.envs is not own:
+            close_envs(own, cfg.env)
     return EachMembersEnvs([m.envs for m in members], cfg.env, cfg.num_envs, host)
 
 
@@ -93,8 +94,9 @@ class StackedRollout:
         self.box = isinstance(space, gym.spaces.Box)
         """Box observations: all members' batches encoded in one pass."""
 
-    def close(self) -> None:
-        self.envs.close()
+    def close(self, abort: bool = False) -> None:
+        """The population's shared envs or env worker (``abort``: without waiting long for it)."""
+        self.envs.close(abort)
 
     def collect(self, actors: list[NumpyActor]) -> dict[int, np.ndarray]:
         """A rollout of every live member with its snapshot ``actors[k]``; returns V of their last

@@ -94,7 +94,7 @@ def train_population(cfg: TrainConfig, seeds: Iterable[int], run_names: list[str
     cfg.validate()
     check_population(cfg)
     configs = member_configs(cfg, seeds, run_names)
-    members, rng_states = _build(lambda c: PPOTrainer(c), configs)
+    members, rng_states = _build(lambda c: PPOTrainer(c, in_process_envs=len(configs) > 1), configs)
     population = _population(members, rng_states)
     dirs = [str(m.run_dir) for m in members]
     for m in members:
@@ -113,7 +113,7 @@ def resume_population(run_dirs: Iterable[str | Path], **changes: object) -> list
     twice = sorted(str(d) for d, n in Counter(run_dir_of(d) for d in dirs).items() if n > 1)
     if twice:
         raise ConfigError(f"the same run directory given twice: {', '.join(twice)}")
-    members, rng_states = _build(lambda d: PPOTrainer(TrainConfig(resume=d), dict(changes)), dirs)
+    members, rng_states = _build(lambda d: PPOTrainer(TrainConfig(resume=d), dict(changes), len(dirs) > 1), dirs)
     try:
         _check_resumed(members)
     except BaseException:

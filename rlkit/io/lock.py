@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from pathlib import Path
 from typing import IO, Any, Iterator
 
@@ -14,6 +15,9 @@ from rlkit.errors import ConfigError
 
 RUN_LOCK = ".rlkit-run.lock"
 """The file a training process holds locked in its run directory."""
+
+_HELD: "weakref.WeakSet[FolderLock]" = weakref.WeakSet()
+"""This process's held locks (a forked child lets go of its copies: :func:`_not_held_in_child`)."""
 
 
 class FolderLock:
@@ -50,6 +54,7 @@ class FolderLock:
         handle.write(f"pid {os.getpid()}\n")
         handle.flush()
         self._handle = handle
+        _HELD.add(self)
         return self
 
     def release(self) -> None:
@@ -57,6 +62,7 @@ class FolderLock:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+        _HELD.discard(self)
 
     @property
     def held(self) -> bool:
@@ -76,3 +82,19 @@ class FolderLock:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def _not_held_in_child() -> None:
+    """In a forked child (an env worker, a pool worker): its copies of the parent's locked files
+    closed, so the lock goes with the parent alone (a ``flock`` lasts while any descriptor of the
+    open file lives; closing the child's leaves the parent's). A child that outlives its parent
+    (stuck in an env's step) then leaves the folder free for a resume."""
+    for lock in list(_HELD):
+        if lock._handle is not None:
+            lock._handle.close()
+            lock._handle = None
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_not_held_in_child)

@@ -69,6 +69,13 @@ def test_what_the_vector_backend_cannot_run_is_one_line(tmp_path, kwargs, words)
     assert "\n" not in str(info.value)
 
 
+def test_a_vector_backend_with_async_envs_is_refused_by_the_config_itself():
+    """A sweep validates every run's config before it writes anything: the refusal is there."""
+    with pytest.raises(ConfigError, match="drop --async-envs") as info:
+        rlkit.TrainConfig(env_backend="vector", async_envs=True).validate()
+    assert "\n" not in str(info.value)
+
+
 def _tensors(run_dir) -> dict[str, torch.Tensor]:
     return load_file(str(resolve_checkpoint(run_dir) / "tensors.safetensors"))
 

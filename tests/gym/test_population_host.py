@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from rlkit.gym import population_host
+from rlkit.gym import population_host, population_start
 from rlkit.gym.population_start import train_population
 from tests.gym.test_population import _cfg
 from tests.test_reproducibility import assert_same_bits, final_tensors
@@ -25,11 +25,13 @@ def test_members_hosted_in_a_worker_give_the_bits_of_the_in_process_population(t
     assert_same_bits(final_tensors(plain[2].run_dir), final_tensors(alone[0].run_dir))
 
 
-@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0"])
-def test_a_member_failing_in_the_worker_is_failed_alone(tmp_path, env):
+@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0",
+                                 "rlkit-test/InterruptsForSeed100-v0"])
+def test_a_member_failing_in_the_worker_is_failed_alone(tmp_path, env, capfd):
     out = train_population(_cfg(tmp_path, "p", env=env, total_steps=1024, async_envs=True), [1, 2, 100])
     assert [o.error is None for o in out] == [True, True, False]  # seed 100 is the worker's (the last K // 2)
     assert "\n" not in out[2].error and out[0].result.updates == out[1].result.updates == 4
+    assert "Traceback" not in capfd.readouterr().err  # the worker reports it, it prints nothing
 
 
 def test_a_worker_that_dies_fails_its_members_and_the_others_finish(tmp_path, monkeypatch):
@@ -65,3 +67,70 @@ def test_members_whose_envs_the_worker_cannot_make_are_failed_at_the_start():
     finally:
         host.close()
     assert not host.process.is_alive()
+
+
+def test_a_population_starts_one_worker_not_a_worker_per_env(tmp_path, monkeypatch):
+    """Its members' envs are made in the trainer (and the worker), never first in processes of
+    their own; a population of one keeps its single run's own env workers."""
+    import gymnasium as gym
+
+    made = []
+    real = gym.vector.AsyncVectorEnv.__init__
+
+    def init(self, *args, **kwargs):
+        made.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(gym.vector.AsyncVectorEnv, "__init__", init)
+    out = train_population(_cfg(tmp_path, "p", total_steps=512, async_envs=True), [1, 2, 3])
+    assert [o.error for o in out] == [None] * 3 and made == []
+    resumed = population_start.resume_population([o.run_dir for o in out], total_steps=1024)
+    assert [o.error for o in resumed] == [None] * 3 and made == []
+    assert train_population(_cfg(tmp_path, "one", total_steps=256, async_envs=True), [1])[0].error is None
+    assert len(made) == 1
+
+
+def test_a_worker_stuck_in_an_env_is_killed_when_the_run_aborts():
+    """The worker ignores the trainer's SIGINT and SIGTERM; one stuck in an env's step cannot read
+    "close": an aborting run kills it at once rather than wait for it."""
+    import time
+
+    import numpy as np
+
+    import tests.toy_envs  # noqa: F401  (registers the toy envs)
+
+    host = population_host.HostedEnvs(population_host.HostedSpec("rlkit-test/HangsOnStep-v0", 1, "", {}, [1]), [1])
+    assert host.errors == {} and host.start(np.zeros((2, 1), np.int64), {1})
+    start = time.perf_counter()
+    host.close(abort=True)
+    assert not host.process.is_alive() and time.perf_counter() - start < 8
+
+
+@pytest.mark.parametrize("async_envs", [True, False])
+def test_numpys_blas_runs_one_thread_beside_the_worker_only(tmp_path, async_envs):
+    """Beside env workers holding the other cores, BLAS's spin-waiting threads collapse: the
+    population and the single run limit numpy's BLAS to one thread then, and only then."""
+    from threadpoolctl import threadpool_info
+
+    from rlkit.gym import policies
+    from rlkit.gym.trainer import train
+
+    seen = []
+
+    def blas_now():
+        return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+    real_value = policies.NumpyActor.value
+
+    def value(self, obs):
+        seen.append(blas_now())
+        return real_value(self, obs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(policies.NumpyActor, "value", value)
+        outside = blas_now()
+        out = train_population(_cfg(tmp_path, "p", total_steps=512, async_envs=async_envs), [1, 2])
+        single = train(_cfg(tmp_path, "single", total_steps=512, async_envs=async_envs))
+    assert [o.error for o in out] == [None, None] and single.updates >= 1 and seen
+    assert all(s == ({1} if async_envs else outside) for s in seen)
+    assert blas_now() == outside

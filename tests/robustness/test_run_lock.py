@@ -121,3 +121,37 @@ def test_a_resume_of_what_is_not_a_run_is_one_line_and_writes_nothing(tmp_path, 
                                                                         else [])))
         assert words in line
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_forked_child_does_not_hold_its_parents_lock(tmp_path):
+    """An env worker forked while the run directory is locked (and left behind, stuck in an env,
+    when the trainer is killed) does not keep the directory from a resume: the lock goes with the
+    process that took it."""
+    import multiprocessing
+
+    from rlkit.errors import ConfigError
+    from rlkit.io.lock import FolderLock
+
+    def lock():
+        return FolderLock(tmp_path, ".lock", "rlkit process", "resume")
+
+    held = lock().acquire()
+    ctx = multiprocessing.get_context("fork")
+    ready = ctx.Event()
+    child = ctx.Process(target=_sleep_after, args=(ready,), daemon=True)
+    child.start()
+    try:
+        assert ready.wait(30)
+        with pytest.raises(ConfigError, match="in use"):  # the parent's lock holds
+            lock().acquire()
+        held.release()  # the parent lets go (or dies); the child lives on
+        assert child.is_alive()
+        lock().acquire().release()
+    finally:
+        child.kill()
+        child.join(10)
+
+
+def _sleep_after(ready):
+    ready.set()
+    time.sleep(60)
