@@ -35,6 +35,7 @@ from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
+from rlkit.io.process import die_with_parent
 from rlkit.io.progress import progress_bar
 
 Outcome = dict[str, Any]
@@ -190,7 +191,7 @@ _STOPPING: Any = None
 """In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
 
 
-def _init_worker(stopping: Any = None, env_specs: Any = ()) -> None:
+def _init_worker(stopping: Any = None, env_specs: Any = (), sweep_pid: int | None = None) -> None:
     """Pool workers: one thread (see :func:`_one_thread`), the sweep's own env registrations
     (spawned workers lack them), die with the sweep (so a re-run never races an orphan), and a
     session of their own: a terminal's Ctrl-C reaches the sweep process alone, which passes one
@@ -202,10 +203,8 @@ def _init_worker(stopping: Any = None, env_specs: Any = ()) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.setsid()
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if sweep_pid is not None:
+        die_with_parent(sweep_pid)
 
 
 def cuda_in_reach() -> bool:
@@ -233,7 +232,7 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
     context = pool_context()
     stopping = context.Event()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                               initargs=(stopping, sweep_env_specs(runs)))
+                               initargs=(stopping, sweep_env_specs(runs), os.getpid()))
     try:
         with _interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute_pack if isinstance(item, list) else execute, item, str(sweep_dir))
