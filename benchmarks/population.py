@@ -67,6 +67,15 @@ def run_worker(name: str, k: int, steps: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def cpu_model() -> str:
+    """The CPU's model name (machines of one kind differ by CPU, and so do their speeds and bits)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.machine()
+
+
 def _median(results: list[dict]) -> dict:
     """The run of median wall time (the lower middle one of an even count)."""
     return sorted(results, key=lambda r: r["seconds"])[(len(results) - 1) // 2]
@@ -85,7 +94,7 @@ def main() -> None:
         return
     lines = [f"\n### Many seeds in one process (population) — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/population.py {' '.join(sys.argv[1:])}`  ",
-             f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
+             f"Machine: {platform.node()}, {cpu_model()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
              "| setting | steps/seed | run | wall s, median (each round) | × one seed | aggregate steps/s | members' eval returns |",
              "|---|---|---|---|---|---|---|"]
