@@ -35,7 +35,7 @@ from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
-from rlkit.io.process import die_with_parent
+from rlkit.io.process import die_with_owner
 from rlkit.io.progress import progress_bar
 
 Outcome = dict[str, Any]
@@ -204,7 +204,7 @@ def _init_worker(stopping: Any = None, env_specs: Any = (), sweep_pid: int | Non
     with contextlib.suppress(OSError):
         os.setsid()
     if sweep_pid is not None:
-        die_with_parent(sweep_pid)
+        die_with_owner(sweep_pid)
 
 
 def cuda_in_reach() -> bool:

@@ -110,17 +110,47 @@ def seed_and_threads(seed: int, threads: int) -> None:
     torch.backends.cudnn.deterministic = True
 
 
+class _BlasLimit:
+    """The process's one BLAS limit, shared by the runs that want it (in threads of one process,
+    runs may overlap): the first to enter sets it, the last to leave restores what was before."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders = 0
+        self.limiter: Any = None
+
+    def enter(self, limit: int) -> None:
+        with self.lock:
+            if self.holders == 0:
+                self.limiter = threadpool_limits(limit, user_api="blas")
+            self.holders += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.holders -= 1
+            if self.holders == 0:
+                self.limiter.restore_original_limits()
+                self.limiter = None
+
+
+_BLAS = _BlasLimit()
+
+
 @contextlib.contextmanager
 def blas_threads(limit: int | None) -> Iterator[None]:
-    """Numpy's BLAS limited to ``limit`` threads inside the block (``None``: as it is). A run whose
-    env workers hold the other cores limits it to one: OpenBLAS's threads spin-wait, and beside a
-    busy process the critic's pass over a 512-step CartPole rollout took 5.6 ms with two threads
-    against 0.1 ms with one (measured on a 2-core machine)."""
+    """Numpy's BLAS limited to ``limit`` threads inside the block (``None``: as it is), restored
+    when the last block that limits it ends. A run whose env workers hold the other cores limits
+    it to one: OpenBLAS's threads spin-wait, and beside a busy process the critic's pass over a
+    512-step CartPole rollout took 5.6 ms with two threads against 0.1 ms with one (measured on a
+    2-core machine)."""
     if limit is None:
         yield
         return
-    with threadpool_limits(limit, user_api="blas"):
+    _BLAS.enter(limit)
+    try:
         yield
+    finally:
+        _BLAS.leave()
 
 
 class RunDir(NamedTuple):

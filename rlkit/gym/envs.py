@@ -6,7 +6,6 @@ import contextlib
 import functools
 import importlib
 import logging
-import os
 import signal
 import sys
 import traceback
@@ -21,7 +20,7 @@ from rlkit.gym.backends import make_envpool_backend, make_vector_backend
 from rlkit.gym.masking import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
 from rlkit.gym.wrappers import check_wrappers, make_kwargs, wrap
-from rlkit.io.process import die_with_parent
+from rlkit.io.process import die_with_owner
 
 log = logging.getLogger("rlkit")
 
@@ -112,7 +111,7 @@ def _signal_free_worker(*args: Any) -> None:
 
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_IGN)
-    die_with_parent(os.getppid())  # even stuck in an env's step
+    die_with_owner()  # the trainer, even while this worker is stuck in an env's step
     index, env_fn, pipe, parent_pipe, _, error_queue = args[:6]
     if isinstance(env_fn, EnvMaker):
         env_fn.warn_on_close = False

@@ -22,7 +22,7 @@ import numpy as np
 
 from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.envs import close_envs, make_vec_env, reset_envs, step_envs
-from rlkit.io.process import die_with_parent
+from rlkit.io.process import die_with_owner
 
 
 class HostedSpec(NamedTuple):
@@ -51,7 +51,7 @@ def _host(conn: Any, parent_conn: Any, spec: HostedSpec, trainer_pid: int) -> No
     per hosted member: its actions, or None to leave it) until ``"close"`` or the trainer's end."""
     for s in (signal.SIGINT, signal.SIGTERM):  # the trainer's signals; it closes this worker
         signal.signal(s, signal.SIG_IGN)
-    die_with_parent(trainer_pid)  # even stuck in an env's step
+    die_with_owner(trainer_pid)  # even stuck in an env's step
     parent_conn.close()  # the trainer's death is then an EOF here
     envs: list[gym.vector.VectorEnv | None] = []
     errors: list[RlkitError | None] = []

@@ -33,3 +33,16 @@ def test_restored_when_the_block_raises() -> None:
     except KeyError:
         pass
     assert _blas_threads() == before
+
+
+def test_overlapping_blocks_restore_when_the_last_one_ends() -> None:
+    """Two runs overlapping (in threads of one process, the first ends while the second trains):
+    the limit holds until both end, then it is restored."""
+    before = _blas_threads()
+    first, second = blas_threads(1), blas_threads(1)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)
+    assert _blas_threads() == [1] * len(before)
+    second.__exit__(None, None, None)
+    assert _blas_threads() == before
