@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -247,7 +248,14 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
         stopping.set()
         _stop_in_flight(pool)
         raise
+    except BrokenProcessPool:  # the pool's other workers are stopped with it
+        raise WorkerDied("a sweep worker process died (killed, or out of memory): the runs in flight stopped "
+                         "with it, those finished are recorded") from None
     pool.shutdown()
+
+
+class WorkerDied(RlkitError):
+    """A pool worker died under a run (SIGKILL, the OOM killer); the sweep stops, resumable."""
 
 
 def _stop_in_flight(pool: ProcessPoolExecutor) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rlkit.ablation.packing import check_pack, pack_runs
 from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
-from rlkit.ablation.runner import Progress, run_local, run_ray, run_state
+from rlkit.ablation.runner import Progress, WorkerDied, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import check_env_id, make_env
@@ -90,9 +90,11 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
                 run_local(items, sweep_dir, min(workers, len(items)), bar)
             elif items:
                 run_ray(items, sweep_dir, workers, ray_address, gpus_per_run, bar)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, WorkerDied) as exc:
             again = [spec_path, *(["--out", out] if out else []), *(["--budget", budget] if budget else []),
                      *(["--pack", str(pack)] if pack != "auto" else [])]
+            if isinstance(exc, WorkerDied):
+                raise WorkerDied(f"{exc}; resume with: rlkit sweep {shlex.join(again)}") from None
             raise SweepInterrupted("rlkit sweep " + shlex.join(again)) from None
         finally:
             bar.close()

@@ -1,0 +1,58 @@
+"""A pool worker killed under a run (SIGKILL, the OOM killer): the sweep stops in one line that
+says how to resume, leaves no process behind, and the same command finishes the rest."""
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ablation.test_hostile_sweeps import ROOT, SLOW, _children, spec_file
+
+
+def _pool_workers(pid):
+    return [c for c in _children(pid) if b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_resumes(tmp_path):
+    spec, out = spec_file(tmp_path, SLOW), tmp_path / "out"
+    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
+        time.sleep(0.02)
+    workers = _pool_workers(proc.pid)
+    assert workers
+    everyone = workers + [c for w in workers for c in _children(w)]
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        err = proc.communicate(timeout=60)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the sweep did not stop after one of its workers was killed")
+    lines = [line for line in err.strip().splitlines() if line.startswith("rlkit: error:")]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "a sweep worker process died" in lines[0] and "resume with: rlkit sweep" in lines[0]
+    time.sleep(1.0)
+    assert not [pid for pid in everyone if _alive(pid)]
+    again = shlex.split(lines[0].split("resume with: ", 1)[1])
+    assert again[:3] == ["rlkit", "sweep", spec]
+    done = subprocess.run([sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+                           *again[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = [json.loads(p.read_text()) for p in out.glob("runs/*/result.json")]
+    assert len(results) == len(list(out.glob("runs/*"))) >= 2
