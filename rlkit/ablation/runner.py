@@ -192,7 +192,7 @@ _STOPPING: Any = None
 """In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
 
 
-def _init_worker(stopping: Any = None, env_specs: Any = (), sweep_pid: int | None = None) -> None:
+def _init_worker(stopping: Any = None, env_specs: Any = ()) -> None:
     """Pool workers: one thread (see :func:`_one_thread`), the sweep's own env registrations
     (spawned workers lack them), die with the sweep (so a re-run never races an orphan), and a
     session of their own: a terminal's Ctrl-C reaches the sweep process alone, which passes one
@@ -204,8 +204,7 @@ def _init_worker(stopping: Any = None, env_specs: Any = (), sweep_pid: int | Non
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         os.setsid()
-    if sweep_pid is not None:
-        die_with_owner(sweep_pid)
+    die_with_owner()
 
 
 def cuda_in_reach() -> bool:
@@ -233,7 +232,7 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
     context = pool_context()
     stopping = context.Event()
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                               initargs=(stopping, sweep_env_specs(runs), os.getpid()))
+                               initargs=(stopping, sweep_env_specs(runs)))
     try:
         with _interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute_pack if isinstance(item, list) else execute, item, str(sweep_dir))

@@ -12,7 +12,6 @@ env error fails that member alone; a worker that dies fails all of its members, 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import time
 from typing import Any, NamedTuple
@@ -46,12 +45,12 @@ class MemberResult(NamedTuple):
     finals: np.ndarray | None
 
 
-def _host(conn: Any, parent_conn: Any, spec: HostedSpec, trainer_pid: int) -> None:
+def _host(conn: Any, parent_conn: Any, spec: HostedSpec) -> None:
     """The worker: make and reset the members' envs, then answer ``("step", actions)`` (one entry
     per hosted member: its actions, or None to leave it) until ``"close"`` or the trainer's end."""
     for s in (signal.SIGINT, signal.SIGTERM):  # the trainer's signals; it closes this worker
         signal.signal(s, signal.SIG_IGN)
-    die_with_owner(trainer_pid)  # even stuck in an env's step
+    die_with_owner()  # the trainer, even while this worker is stuck in an env's step
     parent_conn.close()  # the trainer's death is then an EOF here
     envs: list[gym.vector.VectorEnv | None] = []
     errors: list[RlkitError | None] = []
@@ -134,7 +133,7 @@ class HostedEnvs:
         self.spec, self.members = spec, members
         ctx = multiprocessing.get_context()
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_host, args=(child, self.conn, spec, os.getpid()), daemon=True,
+        self.process = ctx.Process(target=_host, args=(child, self.conn, spec), daemon=True,
                                    name="rlkit-population-envs")
         self.process.start()
         child.close()

@@ -21,7 +21,7 @@ from rlkit.core.buffer import stack_buffers
 from rlkit.core.heads import NumpyCategorical, gaussians_together
 from rlkit.core.normalization import normalize_together, scale_together
 from rlkit.errors import RlkitError
-from rlkit.gym.envs import close_envs, make_vec_env, reset_envs
+from rlkit.gym.envs import close_envs
 from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, SharedCartPole
 from rlkit.gym.population_host import HostedEnvs, HostedSpec
 from rlkit.gym.policies import NumpyActor
@@ -47,8 +47,9 @@ class Acts(NamedTuple):
 def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPole:
     """The members' envs as one: CartPole's vectorized implementation shared by all (each member's
     own envs closed and replaced by its group) with ``env_backend="vector"``; with ``async_envs``
-    (two members or more) the last ``K // 2`` members' envs remade in one worker process and the
-    others' in this one (:mod:`rlkit.gym.population_host`); else their own."""
+    (two members or more) the last ``K // 2`` members' envs remade in one worker process
+    (:mod:`rlkit.gym.population_host`) and the others' their own (such members are built with
+    in-process envs); else their own."""
     cfg = members[0].cfg
     if cfg.env_backend == "vector":
         shared = SharedCartPole(cfg.env, len(members), cfg.num_envs, cfg.env_options)
@@ -62,15 +63,10 @@ def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPo
     spec = HostedSpec(cfg.env, cfg.num_envs, cfg.env_wrappers, dict(cfg.env_options),
                       [members[k].episode_seed() for k in hosted])
     host = HostedEnvs(spec, hosted)
-    for k, m in enumerate(members):
-        own = m.envs
-        if k in hosted:
-            m.envs = Elsewhere(own, host, k)
-        elif isinstance(own, gym.vector.AsyncVectorEnv):  # in this process, reset as its own envs were
-            m.envs = make_vec_env(cfg.env, cfg.num_envs, False, cfg.env_wrappers, **cfg.env_options)
-            reset_envs(m.envs, cfg.env, m.episode_seed())
-        if m.envs is not own:
-            close_envs(own, cfg.env)
+    for k in hosted:  # the others keep their own envs, made in this process for the population
+        own = members[k].envs
+        members[k].envs = Elsewhere(own, host, k)
+        close_envs(own, cfg.env)
     return EachMembersEnvs([m.envs for m in members], cfg.env, cfg.num_envs, host)
 
 
