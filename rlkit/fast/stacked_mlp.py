@@ -4,15 +4,17 @@ leading member axis) as one autograd node: the fast twin of the plain batched fo
 
 Why: as for one member (:mod:`rlkit.fast.mlp`), a PPO minibatch step of a small MLP is dominated by
 per-op cost: autograd recording, a backward node per op and a gradient accumulation per parameter.
-This node runs both stacks forward (tanh in numpy on the CPU), writes every member's weight and bias
-gradients into one ``[K, P]`` buffer laid out as theta, and hands autograd that single tensor.
+This node runs both stacks forward, writes every member's weight and bias gradients into one
+``[K, P]`` buffer laid out as theta, and hands autograd that single tensor.
 
-Every product is a batched matmul with one matrix product per member, so a member's numbers do not
-depend on ``K``. Narrow products (a few output columns: a critic's single value, a policy's few
-logits, the first layer's weight gradient) run as numpy's matmul, a loop of one GEMM per member. In
-torch's batched matmul a width of 1 (a one-dimensional observation, a one-row minibatch) is padded
-with zeros to 2 as :func:`rlkit.gym.stacked.stacked_linear` does it: torch takes a matrix-vector
-path for a single row or column, whose numbers for a member depend on ``K``.
+On the CPU (float32) the node is numpy throughout, on numpy views of theta and of the gradient
+buffer made once: numpy's stacked matmul is a loop of one GEMM per member (a member's numbers do
+not depend on ``K``), ~1 us of Python per op against torch's several, and its GEMM was as fast
+as or faster than torch's batched kernel for 1-10 members at these sizes (measured). Elsewhere
+(CUDA) every product is torch's batched matmul, with a width of 1 (a one-dimensional observation,
+a one-row minibatch) padded with zeros to 2 as :func:`rlkit.gym.stacked.stacked_linear` does it:
+torch takes a matrix-vector path for a single row or column, whose numbers for a member depend on
+``K``.
 """
 
 from __future__ import annotations
@@ -45,19 +47,10 @@ def _pad_out(t: torch.Tensor, dim: int) -> torch.Tensor:
     return F.pad(t, pad)
 
 
-_NUMPY_WIDTH = 4
-"""Products with at most this many output columns (or a single row) run as numpy's stacked matmul
-on the CPU (a loop of one small GEMM per member, 2-3x faster than torch's batched kernel for 5-10
-members at these widths, measured; as fast for one member), unless they contract a single column
-(an outer product, slow in numpy). The choice depends on the shapes alone, never on ``K``."""
-
-
 def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a [K, m, n] @ b [K, n, p]``: numpy's for a narrow ``p`` or a single row; else torch's with a
-    width of 1 (m, n or p) padded to 2 (the pad is cut off)."""
-    m, n, p = a.shape[1], a.shape[2], b.shape[2]
-    if (p <= _NUMPY_WIDTH or m == 1) and n > 1 and a.device.type == "cpu":  # numpy's GEMM loop: no padding
-        return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
+    """``a [K, m, n] @ b [K, n, p]`` as torch's batched matmul, a width of 1 (m, n or p) padded to 2
+    (the pad is cut off)."""
+    m, p = a.shape[1], b.shape[2]
     a, b = _pad_out(a, 1), _pad_out(b, 2)
     if a.shape[2] == 1:
         a, b = F.pad(a, (0, 1)), F.pad(b, (0, 0, 0, 1))
@@ -66,11 +59,58 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``x [K, B, in] @ weight [K, out, in]^T + bias [K, 1, out]``: one ``baddbmm`` (as the plain
-    :func:`rlkit.gym.stacked.stacked_linear`), or :func:`_bmm` and the bias where a width is 1 or
-    the output is narrow."""
-    if x.shape[1] == 1 or 1 in weight.shape[1:] or weight.shape[1] <= _NUMPY_WIDTH:
+    :func:`rlkit.gym.stacked.stacked_linear`), or :func:`_bmm` and the bias where a width is 1."""
+    if x.shape[1] == 1 or 1 in weight.shape[1:]:
         return _bmm(x, weight.transpose(1, 2)) + bias
     return torch.baddbmm(bias, x, weight.transpose(1, 2))
+
+
+class NumpyLayer(NamedTuple):
+    """One linear layer of every member for the numpy node: numpy views of theta and of the gradient
+    buffer for the products, torch views for the elementwise and reduction ops around them."""
+
+    weight: np.ndarray
+    """``[K, out, in]``."""
+    weight_t: np.ndarray
+    """``[K, in, out]``, the transposed view."""
+    bias: torch.Tensor
+    """``[K, 1, out]``."""
+    grad_weight: np.ndarray
+    grad_bias: torch.Tensor
+
+
+def _numpy_layer(layer: StackedLayer) -> NumpyLayer:
+    weight = layer.weight.numpy()
+    return NumpyLayer(weight, weight.transpose(0, 2, 1), layer.bias, layer.grad_weight.numpy(), layer.grad_bias)
+
+
+def numpy_forward(layers: list[NumpyLayer], x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``x [K, B, in]`` (C-contiguous float32) through tanh hidden layers; returns the output
+    ``[K, B, out]`` and each layer's input. The products are numpy's, the bias add torch's (a
+    broadcast add twice as fast here, measured) and the tanh numpy's (several times faster than
+    torch's on this CPU build, as in :mod:`rlkit.fast.mlp`)."""
+    inputs = [x]
+    for i, layer in enumerate(layers):
+        y = np.matmul(x, layer.weight_t)
+        torch.from_numpy(y).add_(layer.bias)
+        if i == len(layers) - 1:
+            return y, inputs
+        np.tanh(y, out=y)
+        inputs.append(y)
+        x = y
+    raise ValueError("an MLP needs at least one layer")
+
+
+def numpy_backward(layers: list[NumpyLayer], inputs: list[np.ndarray], g: np.ndarray) -> None:
+    """Every member's weight and bias gradients of ``layers`` for the output gradient ``g [K, B, out]``
+    (C-contiguous), written into the layers' gradient views: the products in numpy, the bias sums
+    and tanh's derivative in torch (one fused pass each, faster than numpy's here, measured)."""
+    for i in range(len(layers) - 1, -1, -1):
+        layer = layers[i]
+        np.matmul(g.transpose(0, 2, 1), inputs[i], out=layer.grad_weight)
+        torch.sum(torch.from_numpy(g), 1, keepdim=True, out=layer.grad_bias)
+        if i:
+            g = _tanh_backward(torch.from_numpy(np.matmul(g, layer.weight)), torch.from_numpy(inputs[i])).numpy()
 
 
 class StackedFusedMLP:
@@ -89,20 +129,20 @@ class StackedFusedMLP:
                     for w, b, shape in spec]
 
         self.actor, self.critic = layers(actor), layers(critic)
-        self.numpy_tanh = theta.device.type == "cpu" and theta.dtype == torch.float32
+        self.numpy = theta.device.type == "cpu" and theta.dtype == torch.float32
+        """The node in numpy (:func:`numpy_forward`, :func:`numpy_backward`), on these views."""
+        self.numpy_actor = [_numpy_layer(layer) for layer in self.actor] if self.numpy else []
+        self.numpy_critic = [_numpy_layer(layer) for layer in self.critic] if self.numpy else []
 
     def run(self, layers: list[StackedLayer], x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """``x [K, B, in]`` forward through tanh hidden layers; returns the output and each layer's input."""
+        """``x [K, B, in]`` forward through tanh hidden layers in torch; returns the output and each
+        layer's input."""
         inputs = [x]
         for i, layer in enumerate(layers):
             x = _linear(x, layer.weight, layer.bias)
             if i == len(layers) - 1:
                 return x, inputs
-            if self.numpy_tanh:
-                a = x.numpy()
-                np.tanh(a, out=a)
-            else:
-                x.tanh_()
+            x.tanh_()
             inputs.append(x)
         raise ValueError("an MLP needs at least one layer")
 
@@ -110,8 +150,23 @@ class StackedFusedMLP:
         """``obs [K, B, obs_dim]`` -> (actor output ``[K, B, out_dim]``, values ``[K, B]``)."""
         return _StackedFunction.apply(obs, self.theta, self)
 
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple[list, list]]:
+        """Both stacks on ``obs [K, B, obs_dim]``: outputs and what the backward needs."""
+        if self.numpy and obs.dtype == torch.float32:
+            x = np.ascontiguousarray(obs.detach().numpy())
+            params, actor_inputs = numpy_forward(self.numpy_actor, x)
+            values, critic_inputs = numpy_forward(self.numpy_critic, x)
+            return torch.from_numpy(params), torch.from_numpy(values[..., 0]), (actor_inputs, critic_inputs)
+        params, actor_inputs = self.run(self.actor, obs)
+        values, critic_inputs = self.run(self.critic, obs)
+        return params, values[..., 0], (actor_inputs, critic_inputs)
+
     def backward(self, g_params: torch.Tensor, g_values: torch.Tensor, inputs: tuple[list, list]) -> torch.Tensor:
         """Every member's gradient, written into the ``[K, P]`` buffer; returns a copy of it."""
+        if isinstance(inputs[0][0], np.ndarray):
+            numpy_backward(self.numpy_actor, inputs[0], np.ascontiguousarray(g_params.numpy()))
+            numpy_backward(self.numpy_critic, inputs[1], np.ascontiguousarray(g_values.numpy()[..., None]))
+            return self.grad.clone()
         for layers, xs, g in ((self.actor, inputs[0], g_params), (self.critic, inputs[1], g_values[..., None])):
             for i in range(len(layers) - 1, -1, -1):
                 layer = layers[i]
@@ -125,10 +180,9 @@ class StackedFusedMLP:
 class _StackedFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, obs: torch.Tensor, theta: torch.Tensor, plan: StackedFusedMLP):
-        params, actor_inputs = plan.run(plan.actor, obs)
-        values, critic_inputs = plan.run(plan.critic, obs)
-        ctx.plan, ctx.inputs = plan, (actor_inputs, critic_inputs)
-        return params, values[..., 0]
+        params, values, inputs = plan.forward(obs)
+        ctx.plan, ctx.inputs = plan, inputs
+        return params, values
 
     @staticmethod
     def backward(ctx, g_params: torch.Tensor, g_values: torch.Tensor):

@@ -250,7 +250,9 @@ def clip_and_step(stacked: StackedParameters, members: list[MemberBatch | None],
     members in a few batched calls; returns the ``[K]`` norms before clipping (0 for the others,
     ``mask [K]`` False)."""
     grad = stacked.theta.grad
-    norms = torch.where(mask, torch.linalg.vector_norm(grad, dim=1), 0.0)  # type: ignore[arg-type]
+    norms = torch.linalg.vector_norm(grad, dim=1)  # type: ignore[arg-type]
+    if len(live) < len(members):
+        norms = torch.where(mask, norms, 0.0)
     grad.mul_((max_norm / (norms + 1e-6)).clamp(max=1.0)[:, None])  # type: ignore[union-attr]
     optimizers = [members[k].optimizer for k in live]  # type: ignore[union-attr]
     if not step_together(optimizers):
@@ -270,7 +272,7 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
     b, width = packed.shape[1:]
     running = [m is not None for m in members]
     steps: list[torch.Tensor] = []
-    """``[5, K]`` loss, policy loss, value loss, entropy and grad norm of each minibatch step."""
+    """``[K]`` loss, policy loss, value loss, entropy and grad norm of each minibatch step, in turn."""
     ends: list[tuple[int, torch.Tensor, torch.Tensor, int] | None] = [None] * len(members)
     """Per member: its steps taken, and approx_kl, clipfrac and number of its last epoch."""
     count = min(num_minibatches, b)
@@ -283,24 +285,24 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
                 break
             orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
                                   else torch.arange(b) for k in range(len(members))])
-            shuffled = packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width))
+            shuffled = _unpack(packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width)), like)
             mask = torch.tensor(running, device=device)
             log_ratios = []
             for start in range(0, size * count, size):
-                mb = _unpack(shuffled[:, start:start + size], like)
+                mb = Batch(*(field[:, start:start + size] for field in shuffled))
                 dist_params, values = stacked.forward(mb.obs)
                 out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
                 stacked.zero_grad()
-                torch.where(mask, out.loss, 0.0).sum().backward()
+                (out.loss if len(live) == len(members) else torch.where(mask, out.loss, 0.0)).sum().backward()
                 norms = clip_and_step(stacked, members, live, hp.max_grad_norm, mask)
-                steps.append(torch.stack([out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(),
-                                          out.entropy.detach(), norms]))
+                steps += [out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(), out.entropy.detach(), norms]
                 log_ratios.append(out.log_ratio)
             kl = ratio_stats(torch.cat(log_ratios, dim=1), hp.clip_coef, dim=1)
             approx_kl = kl.approx_kl.tolist()
             for k in live:
-                ends[k] = (len(steps), kl.approx_kl[k], kl.clipfrac[k], epoch + 1)
+                ends[k] = (len(steps) // 5, kl.approx_kl[k], kl.clipfrac[k], epoch + 1)
                 running[k] = not (hp.target_kl is not None and approx_kl[k] > hp.target_kl)
-    table = torch.stack(steps).permute(2, 0, 1).contiguous() if steps else torch.zeros(len(members), 0, 5)
+    table = torch.stack(steps).view(-1, 5, len(members)).permute(2, 0, 1).contiguous() if steps \
+        else torch.zeros(len(members), 0, 5)
     return [MemberStats(table[k, :end[0]], *end[1:]) if end is not None else None  # type: ignore[arg-type]
             for k, end in enumerate(ends)]
