@@ -107,15 +107,17 @@ def test_a_worker_stuck_in_an_env_is_killed_when_the_run_aborts():
 
 
 @pytest.mark.parametrize("async_envs", [True, False])
-def test_numpys_blas_runs_one_thread_beside_the_worker_only(tmp_path, async_envs):
-    """Beside env workers holding the other cores, BLAS's spin-waiting threads collapse: the
-    population and the single run limit numpy's BLAS to one thread then, and only then."""
+def test_numpys_blas_runs_one_thread_in_a_population_and_beside_a_single_runs_workers(tmp_path, async_envs):
+    """A population runs numpy's BLAS on one thread (its update's products are one member's small
+    GEMM each); a single run limits it beside env workers holding the other cores (spin-waiting
+    threads collapse there), and only then; both restore it."""
     from threadpoolctl import threadpool_info
 
     from rlkit.gym import policies
     from rlkit.gym.trainer import train
 
-    seen = []
+    seen: dict[str, list] = {"population": [], "single": []}
+    phase = ["population"]
 
     def blas_now():
         return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
@@ -123,7 +125,7 @@ def test_numpys_blas_runs_one_thread_beside_the_worker_only(tmp_path, async_envs
     real_value = policies.NumpyActor.value
 
     def value(self, obs):
-        seen.append(blas_now())
+        seen[phase[0]].append(blas_now())
         return real_value(self, obs)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -132,7 +134,10 @@ def test_numpys_blas_runs_one_thread_beside_the_worker_only(tmp_path, async_envs
         if not outside:
             pytest.skip("numpy's BLAS is not one threadpoolctl can see here")
         out = train_population(_cfg(tmp_path, "p", total_steps=512, async_envs=async_envs), [1, 2])
+        assert blas_now() == outside
+        phase[0] = "single"
         single = train(_cfg(tmp_path, "single", total_steps=512, async_envs=async_envs))
-    assert [o.error for o in out] == [None, None] and single.updates >= 1 and seen
-    assert all(s == ({1} if async_envs else outside) for s in seen)
+    assert [o.error for o in out] == [None, None] and single.updates >= 1
+    assert seen["population"] and all(s == {1} for s in seen["population"])
+    assert seen["single"] and all(s == ({1} if async_envs else outside) for s in seen["single"])
     assert blas_now() == outside
