@@ -1,0 +1,58 @@
+"""The TensorBoard event files rlkit writes in the calling thread: TensorBoard reads back what was
+written, the CRC is TFRecord's, and nothing waits on a writer thread."""
+
+import threading
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tensorboards_crc
+
+from rlkit.io import logger as logger_module
+from rlkit.io.logger import Logger, masked_crc32c
+
+
+@pytest.mark.parametrize("data", [b"", b"abc", bytes(range(256)) * 5])
+def test_the_crc_is_tensorboards_masked_crc32c(data):
+    assert masked_crc32c(data) == tensorboards_crc(data)
+
+
+def test_tensorboard_reads_back_every_scalar_at_its_step_with_no_writer_thread(tmp_path):
+    before = threading.active_count()
+    log = Logger(str(tmp_path))
+    assert threading.active_count() == before
+    for step in range(1, 6):
+        log.scalars({"losses/loss": 0.5 * step, "charts/steps_per_second": 1000.0 + step}, step * 128)
+    log.hparams({"lr": 3e-4, "env": "CartPole-v1"}, ["charts/episodic_return"])
+    log.close()
+    acc = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("losses/loss")] == [(s * 128, 0.5 * s) for s in range(1, 6)]
+    assert [e.value for e in acc.Scalars("charts/steps_per_second")] == [1000.0 + s for s in range(1, 6)]
+    assert "hyperparameters/text_summary" in acc.Tags()["tensors"]
+
+
+def test_a_resumed_runs_purge_drops_the_killed_runs_later_events(tmp_path):
+    first = Logger(str(tmp_path))
+    for step in (100, 200, 300):
+        first.scalars({"losses/loss": float(step)}, step)
+    first.close()
+    second = Logger(str(tmp_path), purge_step=200)
+    second.scalars({"losses/loss": -1.0}, 200)
+    second.close()
+    acc = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
+    acc.Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("losses/loss")] == [(100, 100.0), (200, -1.0)]
+
+
+def test_events_reach_the_disk_within_the_flush_interval(tmp_path, monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(logger_module.time, "monotonic", lambda: clock[0])
+    log = Logger(str(tmp_path))
+    path = next(tmp_path.glob("events.out.tfevents.*"))
+    size = path.stat().st_size
+    log.scalars({"losses/loss": 1.0}, 1)
+    assert path.stat().st_size == size  # buffered
+    clock[0] = logger_module.FLUSH_SECONDS + 1
+    log.scalars({"losses/loss": 2.0}, 2)
+    assert path.stat().st_size > size
+    log.close()
