@@ -180,13 +180,15 @@ def timestamp() -> str:
 def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any], variant: str,
                 metric_tags: list[str], lead: tuple[str, ...] = ()) -> Logger:
     """The run's TensorBoard logger. A fresh run also writes its hparams (the variant's name, then
-    the ``lead`` fields, then the rest, so runs of a sweep compare by what differs) and
-    ``config.json``; a resumed one purges the events a killed run wrote after ``resumed_at``."""
+    the ``lead`` fields, then the rest, so runs of a sweep compare by what differs) and, before
+    anything else, ``config.json`` (a run killed before its first checkpoint starts again from it);
+    a resumed one purges the events a killed run wrote after ``resumed_at``."""
+    if resumed_at is None:  # first: a run killed from here on starts again from its config.json
+        write_json(run_dir / "config.json", dict(config))
     logger = Logger(str(run_dir), purge_step=resumed_at + 1 if resumed_at is not None else None)
     if resumed_at is None:
         first = {k: config[k] for k in lead if k in config}
         logger.hparams({"variant": variant, **first, **config}, metric_tags)
-        write_json(run_dir / "config.json", dict(config))
     return logger
 
 

@@ -56,6 +56,7 @@ class EventFile:
 
     def __init__(self, run_dir: str) -> None:
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_FILE_NUMBER)}"
+        Path(run_dir).mkdir(parents=True, exist_ok=True)  # as TensorBoard's writer makes a missing one
         self.file = open(Path(run_dir) / name, "ab", buffering=0)
         self.add_event(Event(wall_time=time.time(), file_version="brain.Event:2"))
 

@@ -54,3 +54,22 @@ def test_each_event_is_on_disk_as_soon_as_it_is_logged(tmp_path):
     acc.Reload()  # read while the logger is still open
     assert sizes[0] < sizes[1] < sizes[2] and [e.value for e in acc.Scalars("losses/loss")] == [1.0, 2.0]
     log.close()
+
+
+def test_a_fresh_runs_config_is_written_before_its_first_event_file(tmp_path, monkeypatch):
+    """A run killed once its event file exists holds its ``config.json`` too, so a resume (a sweep's
+    rerun) starts it again from its beginning instead of finding no run there."""
+    import rlkit
+    from rlkit.core import loop
+
+    seen = []
+
+    class Checked(Logger):
+        def __init__(self, run_dir, purge_step=None):
+            seen.append((tmp_path / "r" / "config.json").is_file())
+            super().__init__(run_dir, purge_step)
+
+    monkeypatch.setattr(loop, "Logger", Checked)
+    rlkit.train(rlkit.preset("cartpole", total_steps=512, eval_episodes=0, progress=False, logdir=str(tmp_path),
+                             run_name="r"))
+    assert seen == [True]
