@@ -54,8 +54,12 @@ class EventFile:
     TensorBoard names them (``events.out.tfevents.<second>.<host>.<pid>.<n>``), each record in one
     unbuffered write."""
 
-    def __init__(self, run_dir: str) -> None:
-        name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.{next(_FILE_NUMBER)}"
+    def __init__(self, run_dir: str, after: int | None = None) -> None:
+        """``after``: a second the file's name must sort after (the newest existing file's)."""
+        second = int(time.time())
+        if after is not None and after + 1 < 10**10:  # ten digits, as the names sort as text
+            second = max(second, after + 1)
+        name = f"events.out.tfevents.{second:010d}.{socket.gethostname()}.{os.getpid()}.{next(_FILE_NUMBER)}"
         Path(run_dir).mkdir(parents=True, exist_ok=True)  # as TensorBoard's writer makes a missing one
         self.file = open(Path(run_dir) / name, "ab", buffering=0)
         self.add_event(Event(wall_time=time.time(), file_version="brain.Event:2"))
@@ -89,9 +93,7 @@ class Logger:
     """
 
     def __init__(self, run_dir: str, purge_step: int | None = None) -> None:
-        if purge_step is not None:
-            _wait_until_newer_than_existing_event_files(run_dir)
-        self.writer = EventFile(run_dir)
+        self.writer = EventFile(run_dir, _newest_second(run_dir) if purge_step is not None else None)
         if purge_step is not None:  # the events TensorBoard reads as "restart here"
             self.writer.add_event(Event(step=purge_step, file_version="brain.Event:2"))
             self.writer.add_event(Event(step=purge_step, session_log=SessionLog(status=SessionLog.START)))
@@ -116,11 +118,11 @@ class Logger:
         self.writer.close()
 
 
-def _wait_until_newer_than_existing_event_files(run_dir: str) -> None:
-    """TensorBoard reads a run's event files in name order, and names start with the creation
-    second. A resumed run's file must sort after the killed run's for the purge to apply to it,
-    so wait (at most a second) until the clock has passed every existing file's second."""
-    stamps = [int(p.name.split(".")[3]) for p in Path(run_dir).glob("events.out.tfevents.*")
-              if p.name.split(".")[3].isdigit()]
-    while stamps and time.time() < max(stamps) + 1:
-        time.sleep(0.05)
+def _newest_second(run_dir: str) -> int | None:
+    """The newest creation second among ``run_dir``'s event file names. TensorBoard reads a run's
+    event files in name order, and a resumed run's file must sort after the killed run's for the
+    purge to apply to it: it is named one second later (not waited for: another host's clock may
+    have named one ahead of this one's)."""
+    parts = [p.name.split(".") for p in Path(run_dir).glob("events.out.tfevents.*")]
+    stamps = [int(x[3]) for x in parts if len(x) > 3 and x[3].isdigit()]
+    return max(stamps) if stamps else None

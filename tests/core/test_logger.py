@@ -73,3 +73,15 @@ def test_a_fresh_runs_config_is_written_before_its_first_event_file(tmp_path, mo
     rlkit.train(rlkit.preset("cartpole", total_steps=512, eval_episodes=0, progress=False, logdir=str(tmp_path),
                              run_name="r"))
     assert seen == [True]
+
+
+def test_a_resumed_runs_file_sorts_after_a_file_named_ahead_of_the_clock_without_waiting(tmp_path):
+    import time
+
+    ahead = int(time.time()) + 30  # another host's clock, or a skewed one
+    (tmp_path / f"events.out.tfevents.{ahead:010d}.elsewhere.1.0").write_bytes(b"")
+    start = time.perf_counter()
+    log = Logger(str(tmp_path), purge_step=5)
+    log.close()
+    names = sorted(p.name for p in tmp_path.glob("events.out.tfevents.*"))
+    assert time.perf_counter() - start < 0.5 and names[-1].split(".")[3] == f"{ahead + 1:010d}"
