@@ -113,6 +113,16 @@ def numpy_backward(layers: list[NumpyLayer], inputs: list[np.ndarray], g: np.nda
             g = _tanh_backward(torch.from_numpy(np.matmul(g, layer.weight)), torch.from_numpy(inputs[i])).numpy()
 
 
+class Saved(NamedTuple):
+    """What the node's backward needs of its forward: each stack's layer inputs."""
+
+    actor: list
+    """Each actor layer's input (numpy arrays, or torch tensors on the torch path)."""
+    critic: list
+    numpy: bool
+    """Whether the forward ran in numpy (:func:`numpy_forward`)."""
+
+
 class StackedFusedMLP:
     """``theta [K, P]`` (a leaf) and where each layer lives in it: ``actor`` and ``critic`` are
     lists of ``(weight slice, bias slice, (out, in))``."""
@@ -150,24 +160,24 @@ class StackedFusedMLP:
         """``obs [K, B, obs_dim]`` -> (actor output ``[K, B, out_dim]``, values ``[K, B]``)."""
         return _StackedFunction.apply(obs, self.theta, self)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, tuple[list, list]]:
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Saved]:
         """Both stacks on ``obs [K, B, obs_dim]``: outputs and what the backward needs."""
         if self.numpy and obs.dtype == torch.float32:
             x = np.ascontiguousarray(obs.detach().numpy())
             params, actor_inputs = numpy_forward(self.numpy_actor, x)
             values, critic_inputs = numpy_forward(self.numpy_critic, x)
-            return torch.from_numpy(params), torch.from_numpy(values[..., 0]), (actor_inputs, critic_inputs)
+            return torch.from_numpy(params), torch.from_numpy(values[..., 0]), Saved(actor_inputs, critic_inputs, True)
         params, actor_inputs = self.run(self.actor, obs)
         values, critic_inputs = self.run(self.critic, obs)
-        return params, values[..., 0], (actor_inputs, critic_inputs)
+        return params, values[..., 0], Saved(actor_inputs, critic_inputs, False)
 
-    def backward(self, g_params: torch.Tensor, g_values: torch.Tensor, inputs: tuple[list, list]) -> torch.Tensor:
+    def backward(self, g_params: torch.Tensor, g_values: torch.Tensor, inputs: Saved) -> torch.Tensor:
         """Every member's gradient, written into the ``[K, P]`` buffer; returns a copy of it."""
-        if isinstance(inputs[0][0], np.ndarray):
-            numpy_backward(self.numpy_actor, inputs[0], np.ascontiguousarray(g_params.numpy()))
-            numpy_backward(self.numpy_critic, inputs[1], np.ascontiguousarray(g_values.numpy()[..., None]))
+        if inputs.numpy:
+            numpy_backward(self.numpy_actor, inputs.actor, np.ascontiguousarray(g_params.numpy()))
+            numpy_backward(self.numpy_critic, inputs.critic, np.ascontiguousarray(g_values.numpy()[..., None]))
             return self.grad.clone()
-        for layers, xs, g in ((self.actor, inputs[0], g_params), (self.critic, inputs[1], g_values[..., None])):
+        for layers, xs, g in ((self.actor, inputs.actor, g_params), (self.critic, inputs.critic, g_values[..., None])):
             for i in range(len(layers) - 1, -1, -1):
                 layer = layers[i]
                 layer.grad_weight.copy_(_bmm(g.transpose(1, 2), xs[i]))
