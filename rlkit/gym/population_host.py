@@ -22,6 +22,7 @@ import numpy as np
 from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.envs import close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.io.process import die_with_owner
+from rlkit.io.wire import pack_arrays, pack_object, unpack
 
 
 class HostedSpec(NamedTuple):
@@ -67,16 +68,17 @@ def _host(conn: Any, parent_conn: Any, spec: HostedSpec) -> None:
             envs.append(None)
             errors.append(exc)
     try:
-        conn.send(errors)
+        conn.send_bytes(pack_object(errors))
         while True:
             _wait(conn)
-            command, data = conn.recv()
+            message = unpack(conn.recv_bytes())
+            command, data = ("step", message.arrays[0]) if message.arrays is not None else message.value
             if command == "close":
                 break
             if command == "reset":
-                conn.send(_reset(envs, *data, spec.env_id))
+                conn.send_bytes(pack_object(_reset(envs, *data, spec.env_id)))
             else:
-                conn.send([_step(envs, i, spec.env_id, a) for i, a in enumerate(data)])
+                conn.send_bytes(_results([_step(envs, i, spec.env_id, a) for i, a in enumerate(data)]))
     except (EOFError, OSError):
         pass
     for e in envs:
@@ -107,6 +109,18 @@ def _reset(envs: list[gym.vector.VectorEnv | None], i: int, seed: int, env_id: s
         return envs[i].reset(seed=seed)[0]  # type: ignore[union-attr]
     except Exception as exc:  # noqa: BLE001  (the trainer's reset reports it in one line)
         return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _results(results: list[MemberResult | RlkitError | None]) -> bytes:
+    """The members' step as four stacked arrays (observations, rewards, terminated, truncated) when
+    each stepped, none ended an episode and their arrays match; else pickled."""
+    first = results[0]
+    if isinstance(first, MemberResult) and all(
+            isinstance(r, MemberResult) and r.finals is None
+            and all(type(a) is np.ndarray and a.dtype == b.dtype and a.shape == b.shape for a, b in zip(r[:4], first[:4]))
+            for r in results):
+        return pack_arrays([np.stack([r[f] for r in results]) for f in range(4)])  # type: ignore[index]
+    return pack_object(results)
 
 
 def _step(envs: list[gym.vector.VectorEnv | None], i: int, env_id: str, actions: Any) -> MemberResult | RlkitError | None:
@@ -144,21 +158,30 @@ class HostedEnvs:
             if error is not None:
                 self.errors[k] = error
 
-    def _receive(self) -> list[Any]:
+    def _receive(self) -> Any:
         try:
             _wait(self.conn)
-            return self.conn.recv()
+            message = unpack(self.conn.recv_bytes())
+            if message.arrays is None:
+                return message.value
+            obs, rewards, terminated, truncated = message.arrays
+            return [MemberResult(obs[i], rewards[i], terminated[i], truncated[i], None) for i in range(len(obs))]
         except (EOFError, OSError):
             self.dead = True
             return [EnvError(f"{self.spec.env_id}: the population's env worker process died (exit or crash)")] \
                 * len(self.members)
 
     def start(self, actions: np.ndarray, live: set[int]) -> bool:
-        """Send the hosted live members' ``actions[k]``; False if the worker is gone."""
+        """Send the hosted live members' actions (``actions[i]``: ``members[i]``'s); False if the
+        worker is gone."""
         if self.dead:
             return False
         try:
-            self.conn.send(("step", [actions[k] if k in live else None for k in self.members]))
+            if isinstance(actions, np.ndarray) and live.issuperset(self.members):
+                self.conn.send_bytes(pack_arrays([actions[:len(self.members)]]))
+            else:
+                self.conn.send_bytes(pack_object(("step", [actions[i] if k in live else None
+                                                           for i, k in enumerate(self.members)])))
         except (BrokenPipeError, OSError):
             self.dead = True
         return not self.dead
@@ -171,7 +194,7 @@ class HostedEnvs:
         """Member ``k``'s envs reset with ``seed`` in the worker; returns their observations."""
         if not self.dead:
             try:
-                self.conn.send(("reset", (self.members.index(k), seed)))
+                self.conn.send_bytes(pack_object(("reset", (self.members.index(k), seed))))
             except (BrokenPipeError, OSError):
                 self.dead = True
         obs = self._receive() if not self.dead else None
@@ -185,7 +208,7 @@ class HostedEnvs:
         killed (it ignores SIGTERM, the trainer's signal)."""
         if not self.dead:
             try:
-                self.conn.send(("close", None))
+                self.conn.send_bytes(pack_object(("close", None)))
             except (BrokenPipeError, OSError):
                 pass
         self.process.join(timeout=1 if abort else 10)
