@@ -235,18 +235,38 @@ def gaussian_from_noise(out: np.ndarray, noise: np.ndarray, std: np.ndarray, log
     return NumpySample(actions.astype(np.float32, copy=False), log_probs.astype(np.float32, copy=False))
 
 
+class GaussianStack(NamedTuple):
+    """Members' diagonal Gaussian samplers stacked once (a rollout's snapshots), to sample all of
+    them in one pass at every step."""
+
+    std: np.ndarray
+    """``[K, 1, A]``."""
+    log_norm: np.ndarray
+    """``[K, 1]``."""
+
+    def sample(self, out: np.ndarray, rngs: list[np.random.Generator]) -> NumpySample:
+        """Member ``k``'s ``sample(out[k], rngs[k])`` for every ``k`` of ``out [K, N, A]`` (each
+        member's noise drawn from its own stream)."""
+        noise = np.empty(out.shape, np.float32)
+        for k, rng in enumerate(rngs):
+            rng.standard_normal(out.shape[1:], dtype=np.float32, out=noise[k])
+        return gaussian_from_noise(out, noise, self.std, self.log_norm)
+
+
+def stack_gaussians(samplers: list[NumpySampler]) -> GaussianStack | None:
+    """The samplers stacked, or None where they are not all diagonal Gaussians."""
+    if not all(type(s) is _NumpyGaussian for s in samplers):
+        return None
+    return GaussianStack(np.stack([s.std for s in samplers])[:, None],  # type: ignore[attr-defined]
+                         np.array([s.log_norm for s in samplers], np.float32)[:, None])  # type: ignore[attr-defined]
+
+
 def gaussians_together(samplers: list[NumpySampler], out: np.ndarray, rngs: list[np.random.Generator]
                        ) -> NumpySample | None:
     """``samplers[k].sample(out[k], rngs[k])`` for every member in one pass (each member's noise
     drawn from its own stream), or None, drawing nothing, where they are not all diagonal Gaussians."""
-    if not all(type(s) is _NumpyGaussian for s in samplers):
-        return None
-    noise = np.empty(out.shape, np.float32)
-    for k, rng in enumerate(rngs):
-        rng.standard_normal(out.shape[1:], dtype=np.float32, out=noise[k])
-    std = np.stack([s.std for s in samplers])[:, None]  # type: ignore[attr-defined]
-    log_norm = np.array([s.log_norm for s in samplers], np.float32)[:, None]  # type: ignore[attr-defined]
-    return gaussian_from_noise(out, noise, std, log_norm)
+    stack = stack_gaussians(samplers)
+    return None if stack is None else stack.sample(out, rngs)
 
 
 HeadFactory = Callable[[gym.Space], PolicyHead]

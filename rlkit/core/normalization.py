@@ -133,30 +133,64 @@ class RewardScaler:
         self.returns = returns
 
 
-def _fold_together(stats: list[RunningMeanStd], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each ``stats[k].update(x[k])`` for ``x [K, n, *shape]`` in one pass (the same formulas, each
-    row's numbers its own); returns the new means and variances ``[K, *shape]``."""
-    n = x.shape[1]
-    mean, var = np.stack([s.mean for s in stats]), np.stack([s.var for s in stats])
-    count = np.array([s.count for s in stats], np.float64).reshape(-1, *([1] * (mean.ndim - 1)))
-    batch_mean, batch_var = (x[:, 0], 0.0) if n == 1 else (x.mean(1), x.var(1))
-    delta = batch_mean - mean
-    total = count + n
-    mean = mean + delta * (n / total)
-    var = (var * count + batch_var * n + np.square(delta) * (count * n / total)) / total
-    for k, (s, c) in enumerate(zip(stats, total.reshape(-1).tolist())):
-        s.mean, s.var, s.count = mean[k], var[k], c
-    return mean, var
+class StatsRows:
+    """A population's running statistics (and reward scalers' discounted returns) kept as rows of
+    ``[K, ...]`` arrays between its steps: each member's ``mean``, ``var`` (and ``returns``) are
+    views of its rows, updated in place, so a step stacks nothing. Statistics replaced since the
+    last step (loaded, or updated alone) are stacked again first. In place or not, each member's
+    numbers are those of :meth:`RunningMeanStd.update` (the same operations in the same order)."""
+
+    def __init__(self) -> None:
+        self.stats: list[RunningMeanStd] = []
+        self.scalers: list[RewardScaler] = []
+        self.mean = self.var = self.count = self.returns = np.zeros(0)
+
+    def fold(self, stats: list[RunningMeanStd], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each ``stats[k].update(x[k])`` for ``x [K, n, *shape]``; returns the means and variances
+        ``[K, *shape]`` (the rows themselves: read them before the next step)."""
+        if len(stats) != len(self.stats) or not all(
+                a is b and a.mean.base is self.mean and a.var.base is self.var for a, b in zip(stats, self.stats)):
+            self._stack(stats)
+        n, mean, var, count = x.shape[1], self.mean, self.var, self.count
+        batch_mean, batch_var = (x[:, 0], 0.0) if n == 1 else (x.mean(1), x.var(1))
+        delta = batch_mean - mean
+        total = count + n
+        mean += delta * (n / total)
+        np.divide(var * count + batch_var * n + np.square(delta) * (count * n / total), total, out=var)
+        count[...] = total
+        for st, c in zip(stats, total.reshape(-1).tolist()):
+            st.count = c
+        return mean, var
+
+    def _stack(self, stats: list[RunningMeanStd]) -> None:
+        self.stats = list(stats)
+        self.mean, self.var = np.stack([st.mean for st in stats]), np.stack([st.var for st in stats])
+        self.count = np.array([st.count for st in stats], np.float64).reshape(-1, *([1] * (self.mean.ndim - 1)))
+        for k, st in enumerate(stats):
+            st.mean, st.var = self.mean[k, ...], self.var[k, ...]  # views, 0-d ones too
+
+    def discounted(self, scalers: list[RewardScaler], rewards: np.ndarray) -> np.ndarray:
+        """Each scaler's ``returns * gamma + rewards`` (``[K, N]``), as its rows."""
+        if len(scalers) != len(self.scalers) or not all(
+                a is b and a.returns.base is self.returns for a, b in zip(scalers, self.scalers)):
+            self.scalers = list(scalers)
+            self.returns = np.stack([sc.returns for sc in scalers])
+            for k, sc in enumerate(scalers):
+                sc.returns = self.returns[k, ...]
+        self.returns *= scalers[0].gamma
+        self.returns += rewards
+        return self.returns
 
 
-def normalize_together(norms: list[ObsNormalizer], obs: np.ndarray) -> np.ndarray:
+def normalize_together(norms: list[ObsNormalizer], obs: np.ndarray, rows: StatsRows | None = None) -> np.ndarray:
     """``norms[k](obs[k], update=True)`` for every member of a population, ``obs [K, N, *shape]``,
-    in a few numpy calls for all (normalizers of one config: the first one's settings)."""
+    in a few numpy calls for all (normalizers of one config: the first one's settings); ``rows``
+    keeps their statistics stacked from one step to the next."""
     first = norms[0]
     if not first.enabled:
         return np.asarray(obs, dtype=first.dtype)
     x = np.asarray(obs, dtype=np.float32)
-    mean, var = _fold_together([m.rms for m in norms], x)
+    mean, var = (rows or StatsRows()).fold([m.rms for m in norms], x)
     means, inv_stds = mean.astype(np.float32), (1.0 / np.sqrt(var + first.eps)).astype(np.float32)
     if first.fixed is not None:
         means[:, first.fixed], inv_stds[:, first.fixed] = 0.0, 1.0
@@ -166,18 +200,19 @@ def normalize_together(norms: list[ObsNormalizer], obs: np.ndarray) -> np.ndarra
     return np.minimum(np.maximum(out, -first.clip, out=out), first.clip, out=out)
 
 
-def scale_together(scalers: list[RewardScaler], rewards: np.ndarray, dones: np.ndarray) -> np.ndarray:
-    """``scalers[k](rewards[k], dones[k], update=True)`` for every member, ``rewards [K, N]``."""
+def scale_together(scalers: list[RewardScaler], rewards: np.ndarray, dones: np.ndarray,
+                   rows: StatsRows | None = None) -> np.ndarray:
+    """``scalers[k](rewards[k], dones[k], update=True)`` for every member, ``rewards [K, N]``;
+    ``rows`` keeps their statistics and returns stacked from one step to the next."""
     first = scalers[0]
     rewards = np.asarray(rewards, dtype=np.float32)
     if not first.enabled:
         return rewards
-    returns = np.stack([s.returns for s in scalers]) * first.gamma + rewards
-    _, var = _fold_together([s.rms for s in scalers], returns)
+    rows = rows or StatsRows()
+    returns = rows.discounted(scalers, rewards)
+    _, var = rows.fold([sc.rms for sc in scalers], returns)
     if dones.any():
         returns[dones] = 0.0
-    for k, s in enumerate(scalers):
-        s.returns = returns[k]
     out = rewards * (1.0 / np.sqrt(var + first.eps)).astype(np.float32)[:, None]
     return np.minimum(np.maximum(out, -first.clip, out=out), first.clip, out=out)
 

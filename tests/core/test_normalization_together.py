@@ -4,7 +4,7 @@ stepped alone (plain vs batched, on this machine)."""
 import numpy as np
 import pytest
 
-from rlkit.core.normalization import ObsNormalizer, RewardScaler, normalize_together, scale_together
+from rlkit.core.normalization import ObsNormalizer, RewardScaler, StatsRows, normalize_together, scale_together
 
 
 def _states(objs):
@@ -53,3 +53,38 @@ def test_disabled_normalizations_pass_values_through():
     assert out.dtype == np.float32 and np.array_equal(out, obs)
     rewards = np.ones((2, 3))
     assert np.array_equal(scale_together([RewardScaler(3, 0.9, False)] * 2, rewards, rewards > 0), rewards)
+
+
+def test_statistics_kept_stacked_between_steps_stay_each_members_own():
+    """``StatsRows`` keeps the members' statistics as rows between steps (nothing stacked again);
+    a member updated alone, loaded from a state, or left out in between is stacked again, and every
+    member's numbers stay those of its normalizer and scaler stepped alone."""
+    rng = np.random.default_rng(2)
+    k, n, d = 4, 2, 3
+    alone = [(ObsNormalizer((d,), True), RewardScaler(n, 0.99, True)) for _ in range(k)]
+    together = [(ObsNormalizer((d,), True), RewardScaler(n, 0.99, True)) for _ in range(k)]
+    obs_rows, rew_rows = StatsRows(), StatsRows()
+    for step in range(40):
+        obs = (rng.standard_normal((k, n, d)) * (1 + step)).astype(np.float32)
+        rewards, dones = rng.standard_normal((k, n)), rng.random((k, n)) < 0.2
+        live = [1, 3] if 20 <= step < 25 else list(range(k))  # two members out for a while
+        if step == 15:  # member 0's normalizers reloaded from its (equal) states
+            together[0][0].load_state_dict(alone[0][0].state_dict())
+            together[0][1].load_state_dict(alone[0][1].state_dict())
+        for i in live:
+            mine_obs, mine_rew = alone[i][0](obs[i], update=True), alone[i][1](rewards[i], dones[i], update=True)
+            if step in (10, 30) and i == 2:  # member 2 steps alone, by itself
+                assert np.array_equal(together[i][0](obs[i], update=True), mine_obs)
+                assert np.array_equal(together[i][1](rewards[i], dones[i], update=True), mine_rew)
+        if step in (10, 30):
+            live = [i for i in live if i != 2]
+        before = obs_rows.mean
+        ours_obs = normalize_together([together[i][0] for i in live], obs[live], obs_rows)
+        ours_rew = scale_together([together[i][1] for i in live], rewards[live], dones[live], rew_rows)
+        if step in (5, 6, 7):  # steady: the same rows, updated in place
+            assert obs_rows.mean is before
+        for j, i in enumerate(live):
+            assert np.array_equal(ours_obs[j], alone[i][0](obs[i], update=False)), (step, i)
+            assert np.array_equal(ours_rew[j], alone[i][1](rewards[i], dones[i], update=False))
+    for a, b in zip(alone, together):
+        assert _states(a) == _states(b)
