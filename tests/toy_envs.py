@@ -96,6 +96,25 @@ class FaultyForSeed(Faulty):
         return super().step(action)
 
 
+class BoxNaNForSeed(IdentityBox):
+    """:class:`IdentityBox` whose observations turn NaN after ``after`` steps in an env first reset
+    with seed ``seed`` (one member of a Gaussian population)."""
+
+    def __init__(self, seed: int = 100, after: int = 40) -> None:
+        super().__init__()
+        self.bad_seed, self.after, self.count, self.bad = seed, after, 0, False
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None and self.count == 0:
+            self.bad = seed == self.bad_seed
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action):
+        obs, reward, term, trunc, info = super().step(action)
+        self.count += 1
+        return (obs * np.nan if self.bad and self.count > self.after else obs), reward, term, trunc, info
+
+
 class CloseRaises(IdentityDiscrete):
     """Raises in ``close()``."""
 
@@ -266,6 +285,7 @@ def register_all() -> None:
         "rlkit-test/RaisesForSeed100-v0": ("FaultyForSeed", {"mode": "raise"}),
         "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
         "rlkit-test/InterruptsForSeed100-v0": ("FaultyForSeed", {"mode": "interrupt"}),
+        "rlkit-test/BoxNaNForSeed100-v0": ("BoxNaNForSeed", {}),
         "rlkit-test/WorkerFails-v0": ("WorkerFails", {}),
         "rlkit-test/ResetRaises-v0": ("ResetRaises", {}),
         "rlkit-test/Pixels-v0": ("Pixels", {}),

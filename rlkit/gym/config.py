@@ -56,7 +56,7 @@ class TrainConfig(ComposedConfig):
     """Scale rewards by the running std of the discounted return (clipped to +-10)."""
     async_envs: bool = False
     """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process; in a population
-    of two or more, the last K // 2 members' envs step in one worker process beside the trainer."""
+    of two or more, the last K - K // 2 members' envs step in one worker process beside the trainer."""
     env_backend: Literal["gymnasium", "vector", "envpool"] = "gymnasium"
     """How sub-environments step: gymnasium (one env object each, in turn or with --async-envs in
     workers), vector (the env's own vectorized implementation, all in one numpy step: CartPole) or

@@ -21,69 +21,100 @@ from rlkit.gym.population_host import HostedEnvs
 
 
 class StackedStep(NamedTuple):
-    """One step of every live member's envs (rows of members not stepped hold zeros)."""
+    """One step of a group's ``G`` members (rows of members not stepped hold zeros); a row is the
+    member's index less the group's first, the keys of ``finals`` and ``errors`` members' indices."""
 
     obs: np.ndarray | list[Any]
-    """``[K, N, ...]`` raw observations, or member ``k``'s raw batch as its envs return it at
-    ``obs[k]`` (None if not stepped)."""
+    """``[G, N, ...]`` raw observations, or a member's raw batch as its envs return it at
+    ``obs[row]`` (None if not stepped)."""
     rewards: np.ndarray
-    """``[K, N]`` float64."""
+    """``[G, N]`` float64."""
     terminated: np.ndarray
-    """``[K, N]`` bool."""
+    """``[G, N]`` bool."""
     truncated: np.ndarray
-    """``[K, N]`` bool."""
+    """``[G, N]`` bool."""
     finals: dict[int, np.ndarray]
     """Member -> its ``[N]`` object array of final observations (set where an episode ended)."""
     errors: dict[int, RlkitError]
     """Member -> the one-line error its envs stopped with."""
 
 
+class Group(NamedTuple):
+    """Members ``lo .. hi - 1`` (rows ``lo:hi`` of the population's arrays), whose envs step as one."""
+
+    lo: int
+    hi: int
+    hosted: bool
+    """Their envs step in the population's env worker process."""
+
+    @property
+    def rows(self) -> slice:
+        return slice(self.lo, self.hi)
+
+
 class EachMembersEnvs:
     """Each member's own envs (``envs[k]``, as its single run makes them), stepped in turn; those of
-    the members ``hosted`` holds step in its worker process meanwhile (their ``envs[k]`` are views
-    that refuse to step)."""
+    the members ``hosted`` holds (the last ones) step in its worker process, a group of their own
+    (their ``envs[k]`` are views that refuse to step)."""
 
     def __init__(self, envs: Sequence[gym.vector.VectorEnv], env_id: str, num_envs: int,
                  hosted: HostedEnvs | None = None) -> None:
         self.envs, self.env_id, self.num_envs, self.hosted = list(envs), env_id, num_envs, hosted
         self.failed_at_start: dict[int, RlkitError] = dict(hosted.errors) if hosted is not None else {}
         """Members whose envs could not be made where they step."""
+        k = len(self.envs)
+        self.groups = [Group(0, k, False)] if hosted is None else \
+            [Group(hosted.members[0], k, True), Group(0, hosted.members[0], False)]
+        """The hosted group first: the population starts its step, then steps the others meanwhile."""
+        self._stepped: StackedStep | None = None
+        self._sent = False
 
-    def step(self, actions: np.ndarray, live: list[int]) -> StackedStep:
-        """``actions [K, N, ...]`` (as the envs take them) for the ``live`` members."""
-        k, n = len(self.envs), self.num_envs
-        out = StackedStep([None] * k, np.zeros((k, n)), np.zeros((k, n), bool), np.zeros((k, n), bool), {}, {})
-        hosted = self.hosted.members if self.hosted is not None else []
-        sent = self.hosted is not None and self.hosted.start(actions, set(live))
+    def start(self, group: Group, actions: np.ndarray, live: list[int]) -> None:
+        """Step ``group``'s ``live`` members with ``actions [G, N, ...]`` (as the envs take them): a
+        hosted group's sent to the worker, any other's stepped here and now."""
+        if group.hosted:
+            self._sent = self.hosted.start(actions, set(live))  # type: ignore[union-attr]
+            return
+        out = _blank(group.hi - group.lo, self.num_envs)
         for i in live:
-            if i in hosted:
-                continue
             try:
-                self._record(out, i, step_envs(self.envs[i], self.env_id, actions[i]))
+                self._record(out, i, i - group.lo, step_envs(self.envs[i], self.env_id, actions[i - group.lo]))
             except RlkitError as exc:
                 out.errors[i] = exc
-        results = self.hosted.finish() if sent else {}  # type: ignore[union-attr]
-        for i in (i for i in hosted if i in live):
+        self._stepped = out
+
+    def finish(self, group: Group, live: list[int]) -> StackedStep:
+        """``group``'s step begun by :meth:`start` (a hosted group's waited for)."""
+        if not group.hosted:
+            return self._stepped  # type: ignore[return-value]
+        out = _blank(group.hi - group.lo, self.num_envs)
+        results = self.hosted.finish() if self._sent else {}  # type: ignore[union-attr]
+        for i in live:
             result = results.get(i) or EnvError(f"{self.env_id}: the population's env worker process died "
                                                 "(exit or crash)")
             if isinstance(result, RlkitError):
                 out.errors[i] = result
             else:
-                self._record(out, i, (*result[:4], {} if result.finals is None else {"final_obs": result.finals}))
+                self._record(out, i, i - group.lo,
+                             (*result[:4], {} if result.finals is None else {"final_obs": result.finals}))
         return out
 
     @staticmethod
-    def _record(out: StackedStep, i: int, step: tuple[Any, ...]) -> None:
+    def _record(out: StackedStep, k: int, row: int, step: tuple[Any, ...]) -> None:
         obs, rewards, terminated, truncated, info = step
-        out.obs[i] = obs  # type: ignore[index]
-        out.rewards[i], out.terminated[i], out.truncated[i] = rewards, terminated, truncated
+        out.obs[row] = obs  # type: ignore[index]
+        out.rewards[row], out.terminated[row], out.truncated[row] = rewards, terminated, truncated
         if "final_obs" in info:
-            out.finals[i] = info["final_obs"]
+            out.finals[k] = info["final_obs"]
 
     def close(self, abort: bool = False) -> None:
         """The worker, if any (each member closes its own envs)."""
         if self.hosted is not None:
             self.hosted.close(abort)
+
+
+def _blank(rows: int, n: int) -> StackedStep:
+    return StackedStep([None] * rows, np.zeros((rows, n)), np.zeros((rows, n), bool), np.zeros((rows, n), bool), {}, {})
 
 
 class Elsewhere(gym.vector.VectorEnv):
@@ -136,14 +167,23 @@ class SharedCartPole:
         self.env = make_vector_backend(env_id.rpartition(":")[2], num_members * num_envs, env_kwargs,
                                        groups=num_members)
         self.num_members, self.num_envs = num_members, num_envs
+        self.groups = [Group(0, num_members, False)]
+        self._stepped: StackedStep | None = None
 
     def member(self, k: int, seed: int) -> MemberGroup:
         """Member ``k``'s view, its group reset with ``seed`` (the seed its own envs were reset with)."""
         self.env.reset_group(k, seed)
         return MemberGroup(self.env, k)
 
-    def step(self, actions: np.ndarray, live: list[int]) -> StackedStep:
-        """``actions [K, N]``; every group steps (a failed member's too: its draws are its own)."""
+    def start(self, group: Group, actions: np.ndarray, live: list[int]) -> None:
+        """``actions [K, N]``; every member's sub-envs step (a failed member's too: its draws are
+        its own)."""
+        self._stepped = self._step(actions)
+
+    def finish(self, group: Group, live: list[int]) -> StackedStep:
+        return self._stepped  # type: ignore[return-value]
+
+    def _step(self, actions: np.ndarray) -> StackedStep:
         k, n = self.num_members, self.num_envs
         obs, rewards, terminated, truncated, info = self.env.step(actions.reshape(k * n))
         obs = obs.reshape(k, n, *obs.shape[1:])

@@ -18,21 +18,22 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.core.buffer import stack_buffers
-from rlkit.core.heads import NumpyCategorical, gaussians_together
-from rlkit.core.normalization import normalize_together, scale_together
+from rlkit.core.heads import GaussianStack, NumpyCategorical, gaussians_together, stack_gaussians
+from rlkit.core.normalization import StatsRows, normalize_together, scale_together
 from rlkit.errors import RlkitError
 from rlkit.gym.envs import close_envs
-from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, SharedCartPole
+from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, Group, SharedCartPole, StackedStep
 from rlkit.gym.population_host import HostedEnvs, HostedSpec
 from rlkit.gym.policies import NumpyActor
 from rlkit.gym.stacked import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
 
-TOGETHER = 4
-"""From this many live members, their normalizations and Gaussian samples run in one numpy pass;
-fewer run member by member, faster for them (measured). Each member gets the same bits either way
-(tested), so the choice never changes a member's numbers."""
+TOGETHER = 2
+"""From this many live members in a group, their normalizations and Gaussian samples run in one
+numpy pass (their statistics kept stacked between steps); one alone runs member by member, faster
+for it (measured). Each member gets the same bits either way (tested), so the choice never changes
+a member's numbers."""
 
 
 class Acts(NamedTuple):
@@ -47,9 +48,10 @@ class Acts(NamedTuple):
 def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPole:
     """The members' envs as one: CartPole's vectorized implementation shared by all (each member's
     own envs closed and replaced by its group) with ``env_backend="vector"``; with ``async_envs``
-    (two members or more) the last ``K // 2`` members' envs remade in one worker process
-    (:mod:`rlkit.gym.population_host`) and the others' their own (such members are built with
-    in-process envs); else their own."""
+    (two members or more) the last ``K - K // 2`` members' envs remade in one worker process
+    (:mod:`rlkit.gym.population_host`), a group that steps there while this process acts for the
+    others and steps their own envs (such members are built with in-process envs); else their own.
+    The worker takes the larger half: this process also samples, normalizes and records for all."""
     cfg = members[0].cfg
     if cfg.env_backend == "vector":
         shared = SharedCartPole(cfg.env, len(members), cfg.num_envs, cfg.env_options)
@@ -59,7 +61,7 @@ def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPo
         return shared
     if not cfg.async_envs or len(members) < 2:
         return EachMembersEnvs([m.envs for m in members], cfg.env, cfg.num_envs)
-    hosted = list(range(len(members) - len(members) // 2, len(members)))
+    hosted = list(range(len(members) // 2, len(members)))
     spec = HostedSpec(cfg.env, cfg.num_envs, cfg.env_wrappers, dict(cfg.env_options),
                       [members[k].episode_seed() for k in hosted])
     host = HostedEnvs(spec, hosted)
@@ -89,6 +91,10 @@ class StackedRollout:
         space = first.agent.encoder.space
         self.box = isinstance(space, gym.spaces.Box)
         """Box observations: all members' batches encoded in one pass."""
+        self.rows = {g: (StatsRows(), StatsRows()) for g in self.envs.groups}
+        """Each group's observation and reward statistics, stacked from one step to the next."""
+        self.gaussians: dict[Group, GaussianStack | None] = {}
+        """Each group's Gaussian samplers of this rollout's snapshots, stacked."""
 
     def close(self, abort: bool = False) -> None:
         """The population's shared envs or env worker (``abort``: without waiting long for it)."""
@@ -96,15 +102,27 @@ class StackedRollout:
 
     def collect(self, actors: list[NumpyActor]) -> dict[int, np.ndarray]:
         """A rollout of every live member with its snapshot ``actors[k]``; returns V of their last
-        observations (members that failed on the way are left out)."""
-        stacked = StackedActor(actors)
+        observations (members that failed on the way are left out). Each step starts every group's
+        (its actions sampled, its envs set stepping) before it finishes any: the hosted group's envs
+        step in their worker while this process steps and records the others'."""
+        groups = self.envs.groups
+        stacked = [StackedActor(actors[g.lo:g.hi]) for g in groups]
+        self.gaussians = {g: stack_gaussians([a.sampler for a in actors[g.lo:g.hi]]) for g in groups} \
+            if self.categorical is None else {}
         obs = np.stack([m.obs for m in self.members])
         for t in range(self.cfg.num_steps):
-            live = self.live()
-            if not live:
+            started = []
+            for g, actor in zip(groups, stacked):
+                live = [k for k in self.live() if g.lo <= k < g.hi]
+                if live:
+                    acts = self._sample(g, actors, actor.params(obs[g.rows]), live)
+                    shape = acts.actions.shape
+                    self.envs.start(g, self.head.to_env(acts.actions.reshape(-1, *shape[2:])).reshape(shape), live)
+                    started.append((g, acts, live))
+            if not started:
                 return {}
-            acts = self._sample(actors, stacked.params(obs), live)
-            obs = self._step(t, obs, acts, actors, live)
+            for g, acts, live in reversed(started):
+                obs[g.rows] = self._step(t, g, obs[g.rows], acts, actors, self.envs.finish(g, live), live)
         out = {}
         for k in self.live():
             self.members[k].obs = obs[k].copy()
@@ -114,76 +132,85 @@ class StackedRollout:
                 self.fail(k, exc)
         return out
 
-    def _sample(self, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
-        """The ``live`` members' actions from their ``params [K, N, out]`` rows, each drawn from its own
-        random stream. A head of softmax logits samples all members in one pass from their
-        uniforms, a diagonal Gaussian from their noise (each drawn as its sampler draws it); any
-        other, member by member."""
-        k, n = params.shape[:2]
+    def _sample(self, g: Group, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
+        """Group ``g``'s ``live`` members' actions from their ``params [G, N, out]`` rows, each drawn
+        from its own random stream. A head of softmax logits samples all members in one pass from
+        their uniforms, a diagonal Gaussian from their noise (each drawn as its sampler draws it);
+        any other, member by member."""
+        rows, n = params.shape[:2]
         rngs = [m.learner.rng for m in self.members]
+        at = [k - g.lo for k in live]
         if self.categorical is None:
-            acts = self._blank(k, n)
-            drawn = gaussians_together([actors[i].sampler for i in live], params[live], [rngs[i] for i in live]) \
-                if len(live) >= TOGETHER else None
+            acts, stack = self._blank(rows, n), self.gaussians[g]
+            if stack is not None and len(live) == rows >= TOGETHER:
+                drawn = stack.sample(params, rngs[g.lo:g.hi])
+            else:
+                drawn = gaussians_together([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
+                    if len(live) >= TOGETHER else None
             if drawn is not None:
-                acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
+                acts.actions[at], acts.log_probs[at] = drawn.actions, drawn.log_probs
                 return acts
-            for i in live:
-                drawn = actors[i].sampler.sample(params[i], rngs[i])
+            for k, i in zip(live, at):
+                drawn = actors[k].sampler.sample(params[i], rngs[k])
                 acts.actions[i], acts.log_probs[i] = drawn.actions, drawn.log_probs
             return acts
-        u = self.uniforms
-        for i in live:
-            rngs[i].random(n, dtype=np.float32, out=u[i])
-        if len(live) == k:
+        u = self.uniforms[g.rows]
+        for k, i in zip(live, at):
+            rngs[k].random(n, dtype=np.float32, out=u[i])
+        if len(live) == rows:
             return Acts(*self.categorical.sample_from_uniforms(params, u))
-        drawn, acts = self.categorical.sample_from_uniforms(params[live], u[live]), self._blank(k, n)
-        acts.actions[live], acts.log_probs[live] = drawn.actions, drawn.log_probs
+        drawn, acts = self.categorical.sample_from_uniforms(params[at], u[at]), self._blank(rows, n)
+        acts.actions[at], acts.log_probs[at] = drawn.actions, drawn.log_probs
         return acts
 
     def _blank(self, k: int, n: int) -> Acts:
         """Zeros for ``k`` members' ``n`` envs."""
         return Acts(np.zeros((k, n, *self.head.action_shape), self.store["actions"].dtype), np.zeros((k, n), np.float32))
 
-    def _step(self, t: int, obs: np.ndarray, acts: Acts, actors: list[NumpyActor], live: list[int]) -> np.ndarray:
-        """Step ``t`` for every live member (as :meth:`PPOTrainer.record_step` for one): store the
-        observations ``obs [K, N, d]`` and actions, step the envs, store the outcomes (a time-out
-        bootstrapped from the member's V(final observation)); returns the next ``[K, N, d]``."""
-        s, members = self.store, self.members
-        s["obs"][:, t], s["actions"][:, t], s["log_probs"][:, t] = obs, acts.actions, acts.log_probs
-        shape = acts.actions.shape
-        out = self.envs.step(self.head.to_env(acts.actions.reshape(-1, *shape[2:])).reshape(shape), live)
+    def _step(self, t: int, g: Group, obs: np.ndarray, acts: Acts, actors: list[NumpyActor], out: StackedStep,
+              live: list[int]) -> np.ndarray:
+        """Step ``t`` of group ``g``'s ``live`` members (as :meth:`PPOTrainer.record_step` for one):
+        store their observations ``obs [G, N, d]``, actions and the outcomes ``out`` of their envs (a
+        time-out bootstrapped from the member's V(final observation)); returns the next ``[G, N, d]``."""
+        s, members, rows = self.store, self.members, g.rows
+        s["obs"][rows, t], s["actions"][rows, t], s["log_probs"][rows, t] = obs, acts.actions, acts.log_probs
         for k, error in out.errors.items():
             self.fail(k, error)
-        raw = self._encode(out.obs, [k for k in live if k not in out.errors])
-        live = self.live()
-        if not np.isfinite(out.rewards).all() and not np.isfinite(out.rewards[live]).all():
+        raw = self._encode(g, out.obs, [k for k in live if k not in out.errors])
+        live = self._live(g)
+        at = [k - g.lo for k in live]
+        if not np.isfinite(out.rewards).all() and not np.isfinite(out.rewards[at]).all():
             for k in live:
-                self._check(k, members[k].check_finite, out.rewards[k], "rewards")
-            live = self.live()
+                self._check(k, members[k].check_finite, out.rewards[k - g.lo], "rewards")
+            live = self._live(g)
+            at = [k - g.lo for k in live]
         dones = out.terminated | out.truncated
         if self.cfg.norm_reward and len(live) >= TOGETHER:
-            s["rewards"][live, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[live],
-                                                   dones[live])
+            s["rewards"][live, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[at],
+                                                  dones[at], self.rows[g][1])
         elif self.cfg.norm_reward:
-            for k in live:
-                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[k], dones[k], update=True)
+            for k, i in zip(live, at):
+                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[i], dones[i], update=True)
         else:
-            s["rewards"][:, t] = out.rewards
-        s["raw_rewards"][:, t], s["terminated"][:, t], s["dones"][:, t] = out.rewards, out.terminated, dones
+            s["rewards"][rows, t] = out.rewards
+        s["raw_rewards"][rows, t], s["terminated"][rows, t], s["dones"][rows, t] = out.rewards, out.terminated, dones
         timeouts = out.truncated & ~out.terminated
-        for k in np.flatnonzero(timeouts.any(axis=1)) if timeouts.any() else ():  # bootstrap from V(final obs)
-            if k in live:
-                self._bootstrap(k, t, np.flatnonzero(timeouts[k]), out.finals[k], actors[k])
+        for i in np.flatnonzero(timeouts.any(axis=1)) if timeouts.any() else ():  # bootstrap from V(final obs)
+            if g.lo + i in live:
+                self._bootstrap(g.lo + i, t, np.flatnonzero(timeouts[i]), out.finals[g.lo + i], actors[g.lo + i])
         if not self.cfg.norm_obs:
             return raw.astype(np.float32, copy=False)
         nxt = np.zeros(raw.shape, np.float32)
-        live = self.live()
+        live = self._live(g)
+        at = [k - g.lo for k in live]
         if len(live) >= TOGETHER:
-            nxt[live] = normalize_together([members[k].parts.obs_norm for k in live], raw[live])
-        for k in live if len(live) < TOGETHER else ():
-            nxt[k] = members[k].parts.obs_norm(raw[k], update=True)
+            nxt[at] = normalize_together([members[k].parts.obs_norm for k in live], raw[at], self.rows[g][0])
+        for k, i in zip(live, at) if len(live) < TOGETHER else ():
+            nxt[i] = members[k].parts.obs_norm(raw[i], update=True)
         return nxt
+
+    def _live(self, g: Group) -> list[int]:
+        return [k for k in self.live() if g.lo <= k < g.hi]
 
     def _bootstrap(self, k: int, t: int, ids: np.ndarray, finals: np.ndarray, actor: NumpyActor) -> None:
         m = self.members[k]
@@ -195,24 +222,24 @@ class StackedRollout:
         self.store["final_obs"][k, t, ids] = final
         self.store["final_values"][k, t, ids] = actor.value(final)
 
-    def _encode(self, raw: np.ndarray | list, stepped: list[int]) -> np.ndarray:
-        """``[K, N, d]`` encoded observations of the ``stepped`` members (others' rows are zeros);
-        one that does not fit or is not finite fails its member with its single run's error."""
-        first, n = self.members[0], self.cfg.num_envs
-        stacked = _float_rows(raw, stepped) if self.box and stepped else None
+    def _encode(self, g: Group, raw: np.ndarray | list, stepped: list[int]) -> np.ndarray:
+        """``[G, N, d]`` encoded observations of group ``g``'s ``stepped`` members (others' rows are
+        zeros); one that does not fit or is not finite fails its member with its single run's error."""
+        first, n, at = self.members[0], self.cfg.num_envs, [k - g.lo for k in stepped]
+        stacked = _float_rows(raw, at) if self.box and stepped else None
         if stacked is not None:
             k = stacked.shape[0]
             try:
                 encoded = first.agent.encoder.batch(stacked.reshape(k * n, *stacked.shape[2:]), k * n).reshape(k, n, -1)
             except ValueError:
                 encoded = None
-            if encoded is not None and (np.isfinite(encoded).all() or np.isfinite(encoded[stepped]).all()):
+            if encoded is not None and (np.isfinite(encoded).all() or np.isfinite(encoded[at]).all()):
                 return encoded
-        out = np.zeros((len(self.members), n, first.model.obs_dim), np.float64)
-        for k in stepped:
-            encoded = self._check(k, self.members[k].encode, raw[k])
+        out = np.zeros((g.hi - g.lo, n, first.model.obs_dim), np.float64)
+        for k, i in zip(stepped, at):
+            encoded = self._check(k, self.members[k].encode, raw[i])
             if encoded is not None:
-                out[k] = encoded
+                out[i] = encoded
         return out
 
     def _check(self, k: int, fn: Callable, *args: object) -> np.ndarray | None:
@@ -233,6 +260,8 @@ def _float_rows(raw: np.ndarray | list, stepped: list[int]) -> np.ndarray | None
     if not all(type(r) is np.ndarray and r.dtype == first.dtype and r.shape == first.shape for r in rows) \
             or first.dtype.kind != "f":
         return None
+    if len(rows) == len(raw):
+        return np.stack(rows)
     out = np.zeros((len(raw), *first.shape), first.dtype)
     out[stepped] = rows
     return out

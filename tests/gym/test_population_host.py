@@ -1,5 +1,5 @@
-"""A population with ``async_envs``: half the members' envs step in one worker process beside the
-trainer. A member's numbers are those of the in-process population; an env error in the worker
+"""A population with ``async_envs``: the last half of the members' envs step in one worker process
+beside the trainer. A member's numbers are those of the in-process population; an env error in the worker
 fails that member alone; a worker that dies fails its members, and the others finish."""
 
 import os
@@ -29,9 +29,23 @@ def test_members_hosted_in_a_worker_give_the_bits_of_the_in_process_population(t
                                  "rlkit-test/InterruptsForSeed100-v0"])
 def test_a_member_failing_in_the_worker_is_failed_alone(tmp_path, env, capfd):
     out = train_population(_cfg(tmp_path, "p", env=env, total_steps=1024, async_envs=True), [1, 2, 100])
-    assert [o.error is None for o in out] == [True, True, False]  # seed 100 is the worker's (the last K // 2)
+    assert [o.error is None for o in out] == [True, True, False]  # seed 100 is the worker's (the last K - K // 2)
     assert "\n" not in out[2].error and out[0].result.updates == out[1].result.updates == 4
     assert "Traceback" not in capfd.readouterr().err  # the worker reports it, it prints nothing
+
+
+@pytest.mark.parametrize("bad", [1, 3])  # in the trainer's group; in the worker's
+def test_a_gaussian_member_failing_mid_step_leaves_the_others_bits(tmp_path, bad):
+    """Members sample, normalize and scale rewards group by group, in one pass for a group; one
+    failing (NaN observations) leaves the others of its group and of the other group their bits."""
+    kw = dict(env="rlkit-test/BoxNaNForSeed100-v0", norm_obs=True, norm_reward=True, total_steps=1024)
+    seeds = [1, 2, 3, 4]
+    plain = train_population(_cfg(tmp_path, "plain", **kw), seeds)
+    hosted = train_population(_cfg(tmp_path, "hosted", async_envs=True, **kw), seeds[:bad] + [100] + seeds[bad:])
+    assert [o.error for o in plain] == [None] * 4
+    assert [o.error is None for o in hosted] == [k != bad for k in range(5)] and "\n" not in hosted[bad].error
+    for a, b in zip(plain, hosted[:bad] + hosted[bad + 1:]):
+        assert_same_bits(final_tensors(a.run_dir), final_tensors(b.run_dir))
 
 
 def test_a_worker_that_dies_fails_its_members_and_the_others_finish(tmp_path, monkeypatch):
