@@ -284,6 +284,7 @@ def register_all() -> None:
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
         "rlkit-test/RaisesForSeed100-v0": ("FaultyForSeed", {"mode": "raise"}),
         "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
+        "rlkit-test/NaNRewardForSeed100-v0": ("FaultyForSeed", {"mode": "nan_reward"}),
         "rlkit-test/InterruptsForSeed100-v0": ("FaultyForSeed", {"mode": "interrupt"}),
         "rlkit-test/BoxNaNForSeed100-v0": ("BoxNaNForSeed", {}),
         "rlkit-test/WorkerFails-v0": ("WorkerFails", {}),

@@ -87,8 +87,11 @@ class EachMembersEnvs:
         """``group``'s step begun by :meth:`start` (a hosted group's waited for)."""
         if not group.hosted:
             return self._stepped  # type: ignore[return-value]
-        out = _blank(group.hi - group.lo, self.num_envs)
         results = self.hosted.finish() if self._sent else {}  # type: ignore[union-attr]
+        whole = self.hosted.stacked if self._sent and len(live) == group.hi - group.lo else None  # type: ignore[union-attr]
+        if whole is not None and whole[1].dtype == np.float64 and whole[2].dtype == whole[3].dtype == bool:
+            return StackedStep(*whole, {}, {})  # every member stepped as one array
+        out = _blank(group.hi - group.lo, self.num_envs)
         for i in live:
             result = results.get(i) or EnvError(f"{self.env_id}: the population's env worker process died "
                                                 "(exit or crash)")

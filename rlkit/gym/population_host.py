@@ -152,6 +152,9 @@ class HostedEnvs:
         self.process.start()
         child.close()
         self.dead = False
+        self.stacked: list[np.ndarray] | None = None
+        """The last step's four arrays (observations, rewards, terminated, truncated: ``[H, N, ...]``)
+        when every hosted member stepped and none ended an episode; else None."""
         self.errors: dict[int, RlkitError] = {}
         """Members whose envs could not be made or reset in the worker."""
         for k, error in zip(members, self._receive()):
@@ -162,6 +165,7 @@ class HostedEnvs:
         try:
             _wait(self.conn)
             message = unpack(self.conn.recv_bytes())
+            self.stacked = message.arrays
             if message.arrays is None:
                 return message.value
             obs, rewards, terminated, truncated = message.arrays

@@ -104,12 +104,16 @@ class StackedRollout:
         """A rollout of every live member with its snapshot ``actors[k]``; returns V of their last
         observations (members that failed on the way are left out). Each step starts every group's
         (its actions sampled, its envs set stepping) before it finishes any: the hosted group's envs
-        step in their worker while this process steps and records the others'."""
+        step in their worker while this process steps and records the others', and the hosted
+        group's rewards of one step are recorded during its next (its next actions need only its
+        observations; each member's rewards and observations are recorded on statistics of their
+        own, so the order between them changes no number)."""
         groups = self.envs.groups
         stacked = [StackedActor(actors[g.lo:g.hi]) for g in groups]
         self.gaussians = {g: stack_gaussians([a.sampler for a in actors[g.lo:g.hi]]) for g in groups} \
             if self.categorical is None else {}
         obs = np.stack([m.obs for m in self.members])
+        deferred: tuple[int, Group, StackedStep] | None = None
         for t in range(self.cfg.num_steps):
             started = []
             for g, actor in zip(groups, stacked):
@@ -121,8 +125,18 @@ class StackedRollout:
                     started.append((g, acts, live))
             if not started:
                 return {}
+            if deferred is not None:
+                self._rewards(*deferred)
+                deferred = None
             for g, acts, live in reversed(started):
-                obs[g.rows] = self._step(t, g, obs[g.rows], acts, actors, self.envs.finish(g, live), live)
+                stepped = self.envs.finish(g, live)
+                obs[g.rows] = self._step(t, g, obs[g.rows], acts, actors, stepped, live)
+                if g.hosted:  # its rewards are recorded while its envs step again
+                    deferred = (t, g, stepped)
+                else:
+                    self._rewards(t, g, stepped)
+        if deferred is not None:
+            self._rewards(*deferred)
         out = {}
         for k in self.live():
             self.members[k].obs = obs[k].copy()
@@ -169,48 +183,63 @@ class StackedRollout:
 
     def _step(self, t: int, g: Group, obs: np.ndarray, acts: Acts, actors: list[NumpyActor], out: StackedStep,
               live: list[int]) -> np.ndarray:
-        """Step ``t`` of group ``g``'s ``live`` members (as :meth:`PPOTrainer.record_step` for one):
-        store their observations ``obs [G, N, d]``, actions and the outcomes ``out`` of their envs (a
-        time-out bootstrapped from the member's V(final observation)); returns the next ``[G, N, d]``."""
-        s, members, rows = self.store, self.members, g.rows
+        """Step ``t`` of group ``g``'s ``live`` members (as :meth:`PPOTrainer.record_step` for one,
+        but for the rewards: :meth:`_rewards`): store their observations ``obs [G, N, d]`` and actions,
+        fail those whose envs raised or returned what does not fit, bootstrap a time-out from the
+        member's V(final observation); returns the next ``[G, N, d]``."""
+        s, rows = self.store, g.rows
         s["obs"][rows, t], s["actions"][rows, t], s["log_probs"][rows, t] = obs, acts.actions, acts.log_probs
         for k, error in out.errors.items():
             self.fail(k, error)
         raw = self._encode(g, out.obs, [k for k in live if k not in out.errors])
-        live = self._live(g)
-        at = [k - g.lo for k in live]
+        timeouts = out.truncated & ~out.terminated
+        live = self._where(g)[0] if timeouts.any() else []
+        for i in np.flatnonzero(timeouts.any(axis=1)) if live else ():  # bootstrap from V(final obs)
+            if g.lo + i in live:
+                self._bootstrap(g.lo + i, t, np.flatnonzero(timeouts[i]), out.finals[g.lo + i], actors[g.lo + i])
+        return raw.astype(np.float32, copy=False) if not self.cfg.norm_obs else self._normalized(g, raw)
+
+    def _rewards(self, t: int, g: Group, out: StackedStep) -> None:
+        """Step ``t``'s rewards and episode ends of group ``g``'s live members: stored (rewards scaled
+        by each member's own scaler); a member whose rewards are not finite is failed."""
+        s, members, rows = self.store, self.members, g.rows
+        live, at, idx = self._where(g)
         if not np.isfinite(out.rewards).all() and not np.isfinite(out.rewards[at]).all():
             for k in live:
                 self._check(k, members[k].check_finite, out.rewards[k - g.lo], "rewards")
-            live = self._live(g)
-            at = [k - g.lo for k in live]
+            live, at, idx = self._where(g)
         dones = out.terminated | out.truncated
         if self.cfg.norm_reward and len(live) >= TOGETHER:
-            s["rewards"][live, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[at],
-                                                  dones[at], self.rows[g][1])
+            s["rewards"][idx, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[at],
+                                                 dones[at], self.rows[g][1])
         elif self.cfg.norm_reward:
-            for k, i in zip(live, at):
-                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[i], dones[i], update=True)
+            for k in live:
+                s["rewards"][k, t] = members[k].parts.rew_scaler(out.rewards[k - g.lo], dones[k - g.lo], update=True)
         else:
             s["rewards"][rows, t] = out.rewards
         s["raw_rewards"][rows, t], s["terminated"][rows, t], s["dones"][rows, t] = out.rewards, out.terminated, dones
-        timeouts = out.truncated & ~out.terminated
-        for i in np.flatnonzero(timeouts.any(axis=1)) if timeouts.any() else ():  # bootstrap from V(final obs)
-            if g.lo + i in live:
-                self._bootstrap(g.lo + i, t, np.flatnonzero(timeouts[i]), out.finals[g.lo + i], actors[g.lo + i])
-        if not self.cfg.norm_obs:
-            return raw.astype(np.float32, copy=False)
+
+    def _normalized(self, g: Group, raw: np.ndarray) -> np.ndarray:
+        """Group ``g``'s next observations ``raw [G, N, d]`` normalized, each live member's by its own
+        normalizer (updated); rows of others are zeros."""
+        live, at, _ = self._where(g)
+        norms = [self.members[k].parts.obs_norm for k in live]
+        if len(live) >= TOGETHER and isinstance(at, slice):
+            return normalize_together(norms, raw, self.rows[g][0])
         nxt = np.zeros(raw.shape, np.float32)
-        live = self._live(g)
-        at = [k - g.lo for k in live]
         if len(live) >= TOGETHER:
-            nxt[at] = normalize_together([members[k].parts.obs_norm for k in live], raw[at], self.rows[g][0])
-        for k, i in zip(live, at) if len(live) < TOGETHER else ():
-            nxt[i] = members[k].parts.obs_norm(raw[i], update=True)
+            nxt[at] = normalize_together(norms, raw[at], self.rows[g][0])
+        for k, norm in zip(live, norms) if len(live) < TOGETHER else ():
+            nxt[k - g.lo] = norm(raw[k - g.lo], update=True)
         return nxt
 
-    def _live(self, g: Group) -> list[int]:
-        return [k for k in self.live() if g.lo <= k < g.hi]
+    def _where(self, g: Group) -> tuple[list[int], slice | list[int], slice | list[int]]:
+        """Group ``g``'s live members, their rows in the group's arrays and in the population's
+        (slices where all of them live)."""
+        live = [k for k in self.live() if g.lo <= k < g.hi]
+        if len(live) == g.hi - g.lo:
+            return live, slice(None), g.rows
+        return live, [k - g.lo for k in live], live
 
     def _bootstrap(self, k: int, t: int, ids: np.ndarray, finals: np.ndarray, actor: NumpyActor) -> None:
         m = self.members[k]

@@ -53,7 +53,8 @@ def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extr
                            final_tensors(b.run_dir)["model.actor.0.weight"])
 
 
-@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0"])
+@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0",
+                                 "rlkit-test/NaNRewardForSeed100-v0"])
 def test_a_failing_member_is_recorded_and_the_others_finish(tmp_path, env):
     alone = train_population(_cfg(tmp_path, "alone", env=env, total_steps=1024), [1])
     bad, ok = train_population(_cfg(tmp_path, "pop", env=env, total_steps=1024), [100, 1])  # the first fails

@@ -25,7 +25,7 @@ def test_members_hosted_in_a_worker_give_the_bits_of_the_in_process_population(t
     assert_same_bits(final_tensors(plain[2].run_dir), final_tensors(alone[0].run_dir))
 
 
-@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0",
+@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0", "rlkit-test/NaNRewardForSeed100-v0",
                                  "rlkit-test/InterruptsForSeed100-v0"])
 def test_a_member_failing_in_the_worker_is_failed_alone(tmp_path, env, capfd):
     out = train_population(_cfg(tmp_path, "p", env=env, total_steps=1024, async_envs=True), [1, 2, 100])
