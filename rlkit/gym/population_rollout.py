@@ -91,6 +91,8 @@ class StackedRollout:
         space = first.agent.encoder.space
         self.box = isinstance(space, gym.spaces.Box)
         """Box observations: all members' batches encoded in one pass."""
+        self.alone = len(members) == 1 and isinstance(self.envs, EachMembersEnvs) and self.envs.hosted is None
+        """One member stepping its own envs in this process."""
         self.rows = {g: (StatsRows(), StatsRows()) for g in self.envs.groups}
         """Each group's observation and reward statistics, stacked from one step to the next."""
         self.gaussians: dict[Group, GaussianStack | None] = {}
@@ -108,6 +110,8 @@ class StackedRollout:
         group's rewards of one step are recorded during its next (its next actions need only its
         observations; each member's rewards and observations are recorded on statistics of their
         own, so the order between them changes no number)."""
+        if self.alone:
+            return self._collect_alone(actors[0])
         groups = self.envs.groups
         stacked = [StackedActor(actors[g.lo:g.hi]) for g in groups]
         self.gaussians = {g: stack_gaussians([a.sampler for a in actors[g.lo:g.hi]]) for g in groups} \
@@ -145,6 +149,20 @@ class StackedRollout:
             except RlkitError as exc:
                 self.fail(k, exc)
         return out
+
+    def _collect_alone(self, actor: NumpyActor) -> dict[int, np.ndarray]:
+        """A population of one with its own envs collects as its single run does (its own code: the
+        same numbers, none of the population's bookkeeping)."""
+        m = self.members[0]
+        if not self.live():
+            return {}
+        try:
+            for t in range(self.cfg.num_steps):
+                m.record_step(t, actor.act(m.obs, m.learner.rng, with_values=False), actor)
+            return {0: m.end_rollout(actor)}
+        except RlkitError as exc:
+            self.fail(0, exc)
+            return {}
 
     def _sample(self, g: Group, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
         """Group ``g``'s ``live`` members' actions from their ``params [G, N, out]`` rows, each drawn
