@@ -46,14 +46,15 @@ class Acts(NamedTuple):
 
 
 def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPole:
-    """The members' envs as one: CartPole's vectorized implementation shared by all (each member's
-    own envs closed and replaced by its group) with ``env_backend="vector"``; with ``async_envs``
-    (two members or more) the last ``K - K // 2`` members' envs remade in one worker process
+    """The members' envs as one (for two members or more): CartPole's vectorized implementation
+    shared by all (each member's own envs closed and replaced by its group) with
+    ``env_backend="vector"``; with ``async_envs`` the last ``K - K // 2`` members' envs remade in one
+    worker process
     (:mod:`rlkit.gym.population_host`), a group that steps there while this process acts for the
     others and steps their own envs (such members are built with in-process envs); else their own.
     The worker takes the larger half: this process also samples, normalizes and records for all."""
     cfg = members[0].cfg
-    if cfg.env_backend == "vector":
+    if cfg.env_backend == "vector" and len(members) > 1:
         shared = SharedCartPole(cfg.env, len(members), cfg.num_envs, cfg.env_options)
         for k, m in enumerate(members):
             close_envs(m.envs, cfg.env)
