@@ -105,7 +105,8 @@ class Logger:
 
     def hparams(self, params: Mapping[str, object], metric_tags: list[str]) -> None:
         """The run's hyperparameters as a markdown table and in the hparams plugin."""
-        flat = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v)) for k, v in params.items()}
+        flat = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v, default=_plain))
+                for k, v in params.items()}
         rows = "\n".join(f"|{k}|{v}|" for k, v in flat.items())
         self.writer.add_summary(text_summary("hyperparameters", f"|param|value|\n|-|-|\n{rows}"), 0)
         for summary in hparams_summary(flat, {tag: 0.0 for tag in metric_tags}):
@@ -116,6 +117,12 @@ class Logger:
 
     def close(self) -> None:
         self.writer.close()
+
+
+def _plain(value: object) -> object:
+    """What JSON cannot write as it is: numpy numbers and arrays as Python's, anything else as text."""
+    tolist = getattr(value, "tolist", None)
+    return tolist() if callable(tolist) else str(value)
 
 
 def _newest_second(run_dir: str) -> int | None:

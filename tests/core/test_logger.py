@@ -85,3 +85,16 @@ def test_a_resumed_runs_file_sorts_after_a_file_named_ahead_of_the_clock_without
     log.close()
     names = sorted(p.name for p in tmp_path.glob("events.out.tfevents.*"))
     assert time.perf_counter() - start < 0.5 and names[-1].split(".")[3] == f"{ahead + 1:010d}"
+
+
+def test_hyperparameters_take_numpy_numbers_and_nested_values(tmp_path):
+    import numpy as np
+
+    log = Logger(str(tmp_path))
+    log.hparams({"seed": np.int64(3), "lr": np.float32(3e-4), "sizes": [np.int64(64), 64],
+                 "shape": np.arange(2), "env": "CartPole-v1", "other": {"a": object}}, ["charts/episodic_return"])
+    log.close()
+    acc = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
+    acc.Reload()
+    text = acc.Tensors("hyperparameters/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert "|seed|3|" in text and "|sizes|[64, 64]|" in text and "|shape|[0, 1]|" in text and "|env|CartPole-v1|" in text
