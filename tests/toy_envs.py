@@ -115,6 +115,36 @@ class BoxNaNForSeed(IdentityBox):
         return (obs * np.nan if self.bad and self.count > self.after else obs), reward, term, trunc, info
 
 
+class DiesInWorker(IdentityDiscrete):
+    """Ends its process (``os._exit``) at its ``at``-th step, but only inside a worker process: a
+    population's env worker dying in the middle of a step."""
+
+    def __init__(self, at: int = 64) -> None:
+        super().__init__(length=10_000)
+        self.at, self.count = at, 0
+
+    def step(self, action):
+        import multiprocessing
+        import os
+
+        self.count += 1
+        if self.count >= self.at and multiprocessing.parent_process() is not None:
+            os._exit(3)
+        return super().step(action)
+
+
+class NaNRewardThenRaises(FaultyForSeed):
+    """For seed 100: a NaN reward at step ``after`` + 1, then raises at every later step."""
+
+    def __init__(self) -> None:
+        super().__init__("nan_reward")
+
+    def step(self, action):
+        if self.bad and self.count > self.after:
+            raise RuntimeError("simulated second failure")
+        return super().step(action)
+
+
 class CloseRaises(IdentityDiscrete):
     """Raises in ``close()``."""
 
@@ -287,6 +317,8 @@ def register_all() -> None:
         "rlkit-test/NaNRewardForSeed100-v0": ("FaultyForSeed", {"mode": "nan_reward"}),
         "rlkit-test/InterruptsForSeed100-v0": ("FaultyForSeed", {"mode": "interrupt"}),
         "rlkit-test/BoxNaNForSeed100-v0": ("BoxNaNForSeed", {}),
+        "rlkit-test/DiesInWorker-v0": ("DiesInWorker", {}),
+        "rlkit-test/NaNRewardThenRaises-v0": ("NaNRewardThenRaises", {}),
         "rlkit-test/WorkerFails-v0": ("WorkerFails", {}),
         "rlkit-test/ResetRaises-v0": ("ResetRaises", {}),
         "rlkit-test/Pixels-v0": ("Pixels", {}),

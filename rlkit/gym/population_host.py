@@ -162,6 +162,7 @@ class HostedEnvs:
                 self.errors[k] = error
 
     def _receive(self) -> Any:
+        self.stacked = None
         try:
             _wait(self.conn)
             message = unpack(self.conn.recv_bytes())

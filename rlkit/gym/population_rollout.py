@@ -83,9 +83,13 @@ class StackedRollout:
         first = members[0]
         self.cfg, self.head = first.cfg, first.head
         self.envs = population_envs(members)
+        try:
+            self.store = stack_buffers([m.buffer for m in members])
+        except BaseException:
+            self.envs.close(abort=True)  # the env worker with it
+            raise
         for k, error in (self.envs.failed_at_start if isinstance(self.envs, EachMembersEnvs) else {}).items():
             fail(k, error)
-        self.store = stack_buffers([m.buffer for m in members])
         self.categorical = NumpyCategorical() if getattr(first.head, "fused_kind", None) == "categorical" else None
         """Softmax logits: every member sampled in one pass from its own uniforms."""
         self.uniforms = np.zeros((len(members), self.cfg.num_envs), np.float32)
@@ -208,9 +212,11 @@ class StackedRollout:
         member's V(final observation); returns the next ``[G, N, d]``."""
         s, rows = self.store, g.rows
         s["obs"][rows, t], s["actions"][rows, t], s["log_probs"][rows, t] = obs, acts.actions, acts.log_probs
+        now = set(self.live())  # a hosted member may have failed since its step began (its rewards)
         for k, error in out.errors.items():
-            self.fail(k, error)
-        raw = self._encode(g, out.obs, [k for k in live if k not in out.errors])
+            if k in now:
+                self.fail(k, error)
+        raw = self._encode(g, out.obs, [k for k in live if k in now and k not in out.errors])
         timeouts = out.truncated & ~out.terminated
         live = self._where(g)[0] if timeouts.any() else []
         for i in np.flatnonzero(timeouts.any(axis=1)) if live else ():  # bootstrap from V(final obs)

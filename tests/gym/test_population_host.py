@@ -2,6 +2,7 @@
 beside the trainer. A member's numbers are those of the in-process population; an env error in the worker
 fails that member alone; a worker that dies fails its members, and the others finish."""
 
+import json
 import os
 import signal
 
@@ -64,6 +65,44 @@ def test_a_worker_that_dies_fails_its_members_and_the_others_finish(tmp_path, mo
     assert first.error is None and second.error is None and first.result.updates == 4
     for gone in (third, fourth):
         assert gone.result is None and "worker process died" in gone.error and "\n" not in gone.error
+
+
+@pytest.mark.parametrize("at", [128, 64])  # the last step of the run; the last of its first rollout
+def test_a_worker_dying_in_a_rollouts_last_step_fails_its_members_in_that_update(tmp_path, at):
+    """The step the worker died in gives its members no results (not the step before's), so they
+    fail there: no checkpoint or result of theirs holds a step they never took."""
+    cfg = _cfg(tmp_path, f"p{at}", env="rlkit-test/DiesInWorker-v0", env_kwargs=json.dumps({"at": at}),
+               total_steps=256, num_steps=64, checkpoint_every=128, async_envs=True)
+    ok, gone = train_population(cfg, [1, 2])
+    assert ok.error is None and ok.result.updates == 2
+    assert gone.result is None and "worker process died" in gone.error
+    assert not (tmp_path / f"p{at}__s2" / "result.json").exists()
+    kept = sorted(p.name for p in (tmp_path / f"p{at}__s2").glob("checkpoints/update-*"))
+    assert kept == ([] if at == 64 else ["update-0000001"])  # only updates it finished
+
+
+def test_a_hosted_member_failing_twice_keeps_its_first_error(tmp_path):
+    """Its rewards (checked while its envs take their next step) fail it first; its env raising at
+    that next step changes nothing: the one-line error is its single run's."""
+    kw = dict(env="rlkit-test/NaNRewardThenRaises-v0", total_steps=256, num_steps=64)
+    (alone,) = train_population(_cfg(tmp_path, "alone", **kw), [100])
+    ok, bad = train_population(_cfg(tmp_path, "hosted", async_envs=True, **kw), [1, 100])
+    assert ok.error is None and alone.error and bad.error == alone.error and "rewards" in bad.error
+
+
+@pytest.mark.parametrize("where", ["open_logger", "stack_buffers"])
+def test_a_population_failing_to_start_closes_its_env_worker(tmp_path, monkeypatch, where):
+    import multiprocessing
+
+    from rlkit.gym import population, population_rollout
+
+    def fails(*args, **kwargs):
+        raise OSError("simulated start-up failure")
+
+    monkeypatch.setattr(population if where == "open_logger" else population_rollout, where, fails)
+    with pytest.raises(OSError, match="simulated"):
+        train_population(_cfg(tmp_path, "p", total_steps=256, async_envs=True), [1, 2, 3])
+    assert not [c for c in multiprocessing.active_children() if c.name == "rlkit-population-envs"]
 
 
 def test_members_whose_envs_the_worker_cannot_make_are_failed_at_the_start():
