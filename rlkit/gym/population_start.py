@@ -69,6 +69,9 @@ def check_population(cfg: TrainConfig) -> None:
 def member_configs(cfg: TrainConfig, seeds: list[int], run_names: list[str] | None = None) -> list[TrainConfig]:
     """One config per seed (run name ``run_names[i]``, or ``{run_name}__s{seed}``), each checked,
     and no named member's directory taken: refused before any is made."""
+    if run_names is not None and (isinstance(run_names, (str, bytes)) or not isinstance(run_names, (list, tuple))
+                                  or not all(isinstance(n, str) for n in run_names)):
+        raise ConfigError(f"run_names must be a list of names, got {run_names!r}")
     if run_names is not None and len(run_names) != len(seeds):
         raise ConfigError(f"{len(run_names)} run names for {len(seeds)} seeds")
     names = run_names or [f"{cfg.run_name}__s{s}" if cfg.run_name else None for s in seeds]
@@ -90,6 +93,8 @@ def train_population(cfg: TrainConfig, seeds: Iterable[int], run_names: list[str
     """Train ``cfg`` once per seed as one population; each member's run directory is
     ``run_names[i]`` (a sweep's names) or ``{run_name}__s{seed}`` under ``cfg.logdir`` (or the
     single run's default name)."""
+    if not isinstance(cfg, TrainConfig):
+        raise ConfigError(f"cfg must be a TrainConfig (rlkit.preset(...) or TrainConfig(...)), got {type(cfg).__name__}")
     seeds = population_seeds(seeds)
     cfg.validate()
     check_population(cfg)

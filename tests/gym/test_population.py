@@ -107,6 +107,16 @@ def test_seeds_any_iterable_of_integers_anything_else_refused_before_a_folder_is
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("cfg, names, match", [(None, None, "must be a TrainConfig"),
+                                               ({"env": "CartPole-v1"}, None, "must be a TrainConfig"),
+                                               ("ok", "ab", "list of names"), ("ok", ["a", 7], "list of names")])
+def test_a_config_or_run_names_of_the_wrong_type_are_refused_in_one_line(tmp_path, cfg, names, match):
+    cfg = _cfg(tmp_path, "r", total_steps=256) if cfg == "ok" else cfg
+    with pytest.raises(ConfigError, match=match) as err:
+        train_population(cfg, [1, 2], names)
+    assert "\n" not in str(err.value) and not list(tmp_path.iterdir())
+
+
 def test_a_taken_member_name_is_refused_before_any_member_is_made(tmp_path):
     (tmp_path / "r__s3").mkdir()
     (tmp_path / "r__s3" / "keep.txt").write_text("mine")
