@@ -126,7 +126,7 @@ class StackedRollout:
         for t in range(self.cfg.num_steps):
             started = []
             for g, actor in zip(groups, stacked):
-                live = [k for k in self.live() if g.lo <= k < g.hi]
+                live = self._where(g)[0]
                 if live:
                     acts = self._sample(g, actors, actor.params(obs[g.rows]), live)
                     shape = acts.actions.shape
@@ -178,12 +178,12 @@ class StackedRollout:
         rngs = [m.learner.rng for m in self.members]
         at = [k - g.lo for k in live]
         if self.categorical is None:
-            acts, stack = self._blank(rows, n), self.gaussians[g]
-            if stack is not None and len(live) == rows >= TOGETHER:
-                drawn = stack.sample(params, rngs[g.lo:g.hi])
-            else:
-                drawn = gaussians_together([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
-                    if len(live) >= TOGETHER else None
+            stack = self.gaussians[g]
+            if stack is not None and len(live) == rows >= TOGETHER:  # the whole group, stacked once
+                return Acts(*stack.sample(params, rngs[g.lo:g.hi]))
+            acts = self._blank(rows, n)
+            drawn = gaussians_together([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
+                if len(live) >= TOGETHER else None
             if drawn is not None:
                 acts.actions[at], acts.log_probs[at] = drawn.actions, drawn.log_probs
                 return acts
