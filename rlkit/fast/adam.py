@@ -47,26 +47,42 @@ class FlatAdam:
                     grad_scale=None, found_inf=None)
 
 
-def step_together(optimizers: list[object]) -> bool:
-    """Step several :class:`FlatAdam` optimizers (a population's members) in one fused-kernel call:
-    the kernel updates each parameter on its own, so each gets the bits of its own ``step()``.
-    Returns False, stepping none, where that does not apply (another optimizer, no state yet, a
-    tensor or differing learning rate, no kernel): the caller steps them one by one."""
-    if _FUSED_ADAM is None or not optimizers or not all(isinstance(o, FlatAdam) for o in optimizers):
-        return False
-    groups = [o.adam.param_groups[0] for o in optimizers]  # type: ignore[attr-defined]
-    states = [o.adam.state.get(o.param) for o in optimizers]  # type: ignore[attr-defined]
-    first = groups[0]
-    keys = ("lr", "betas", "weight_decay", "eps", "amsgrad", "maximize")
-    if (not all(states) or any(not g["fused"] or isinstance(g["lr"], torch.Tensor) for g in groups)
-            or any(any(g[k] != first[k] for k in keys) for g in groups)
-            or any(o.param.grad is None for o in optimizers)):  # type: ignore[attr-defined]
-        return False
-    for state in states:
-        state["step"].add_(1)
-    beta1, beta2 = first["betas"]
-    _FUSED_ADAM([o.param for o in optimizers], [o.param.grad for o in optimizers],  # type: ignore[attr-defined]
-                [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states], [], [s["step"] for s in states],
-                amsgrad=first["amsgrad"], lr=first["lr"], beta1=beta1, beta2=beta2, weight_decay=first["weight_decay"],
-                eps=first["eps"], maximize=first["maximize"], grad_scale=None, found_inf=None)
-    return True
+class AdamsTogether:
+    """Several :class:`FlatAdam` optimizers (a population's members) stepped by one fused-kernel
+    call: the kernel updates each parameter on its own, so each gets the bits of its own ``step()``.
+    Made with :meth:`of` for a stretch of steps in which the optimizers' settings do not change
+    (a population's epoch); their step counters advance in one call too."""
+
+    def __init__(self, optimizers: list[FlatAdam], states: list[dict]) -> None:
+        first = optimizers[0].adam.param_groups[0]
+        self.params = [o.param for o in optimizers]
+        self.grads = [o.param.grad for o in optimizers]
+        self.exp_avgs = [s["exp_avg"] for s in states]
+        self.exp_avg_sqs = [s["exp_avg_sq"] for s in states]
+        self.steps = [s["step"] for s in states]
+        beta1, beta2 = first["betas"]
+        self.options = dict(amsgrad=first["amsgrad"], lr=first["lr"], beta1=beta1, beta2=beta2,
+                            weight_decay=first["weight_decay"], eps=first["eps"], maximize=first["maximize"],
+                            grad_scale=None, found_inf=None)
+
+    @classmethod
+    def of(cls, optimizers: list[object]) -> AdamsTogether | None:
+        """None where one call does not apply (another optimizer, no state yet, a tensor or
+        differing learning rate or other setting, no gradient, no kernel): step them one by one."""
+        if _FUSED_ADAM is None or not optimizers or not all(isinstance(o, FlatAdam) for o in optimizers):
+            return None
+        adams: list[FlatAdam] = optimizers  # type: ignore[assignment]
+        groups = [o.adam.param_groups[0] for o in adams]
+        states = [o.adam.state.get(o.param) for o in adams]
+        first = groups[0]
+        keys = ("lr", "betas", "weight_decay", "eps", "amsgrad", "maximize")
+        if (not all(states) or any(not g["fused"] or isinstance(g["lr"], torch.Tensor) for g in groups)
+                or any(any(g[k] != first[k] for k in keys) for g in groups)
+                or any(o.param.grad is None for o in adams)):
+            return None
+        return cls(adams, states)  # type: ignore[arg-type]
+
+    def step(self) -> None:
+        torch._foreach_add_(self.steps, 1)
+        _FUSED_ADAM(self.params, self.grads, self.exp_avgs, self.exp_avg_sqs, [], self.steps, **self.options)
+

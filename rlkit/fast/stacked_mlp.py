@@ -138,11 +138,22 @@ class StackedFusedMLP:
                                  self.grad[:, w].view(k, *shape), self.grad[:, b].view(k, 1, shape[0]))
                     for w, b, shape in spec]
 
+        self.spec = actor, critic
         self.actor, self.critic = layers(actor), layers(critic)
         self.numpy = theta.device.type == "cpu" and theta.dtype == torch.float32
         """The node in numpy (:func:`numpy_forward`, :func:`numpy_backward`), on these views."""
         self.numpy_actor = [_numpy_layer(layer) for layer in self.actor] if self.numpy else []
         self.numpy_critic = [_numpy_layer(layer) for layer in self.critic] if self.numpy else []
+
+    def numpy_layers(self, grad: torch.Tensor) -> tuple[list[NumpyLayer], list[NumpyLayer]]:
+        """The actor's and critic's numpy layers (CPU float32 only) with their gradients written into
+        ``grad [K, P]`` (laid out as theta) instead of the node's own buffer."""
+        k = self.theta.shape[0]
+        weights = self.numpy_actor, self.numpy_critic
+        return tuple([NumpyLayer(own.weight, own.weight_t, own.bias, grad[:, w].view(k, *shape).numpy(),
+                                 grad[:, b].view(k, 1, shape[0]))
+                      for own, (w, b, shape) in zip(layers, spec)]
+                     for layers, spec in zip(weights, self.spec))  # type: ignore[return-value]
 
     def run(self, layers: list[StackedLayer], x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """``x [K, B, in]`` forward through tanh hidden layers in torch; returns the output and each

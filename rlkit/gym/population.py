@@ -30,7 +30,7 @@ from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
 from rlkit.gym.population_eval import evaluate_together
 from rlkit.gym.population_rollout import StackedRollout
-from rlkit.gym.stacked import MemberBatch, StackedLoss, StackedParameters, stacked_epochs
+from rlkit.gym.stacked import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
 from rlkit.gym.trainer import PPOTrainer, TrainResult
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
@@ -83,6 +83,7 @@ class Population:
         self.stacked = StackedParameters([m.learner.flat for m in members], first.model,
                                          fused=first.cfg.kernels != "plain")
         self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain")
+        self.step = direct_step(self.stacked, self.loss)
         self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done
         """Updates every live member has done (they start at the same one and advance together)."""
@@ -197,7 +198,8 @@ class Population:
             source = self._guard(k, m.learner.source.batches, Rollout(m.buffer, values), m.progress.updates_done)
             if source is not None and self._guard(k, _each, [h.begin for h in m.learner.hooks]) is not None:
                 batches[k] = MemberBatch(source[0].pooled, m.learner.generator, m.learner.flat, m.learner.optimizer)
-        results = stacked_epochs(self.stacked, self.loss, batches, self.cfg.ppo, self.cfg.num_minibatches) \
+        results = stacked_epochs(self.stacked, self.loss, batches, self.cfg.ppo, self.cfg.num_minibatches,
+                                 self.step) \
             if any(batches) else batches
         seconds = time.perf_counter() - start
         steps = 0

@@ -28,10 +28,11 @@ from rlkit.core.heads import DiagGaussianHead, PolicyHead, gaussian_entropy, gau
 from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import loss_scalars
-from rlkit.fast.adam import step_together
+from rlkit.fast.adam import AdamsTogether
 from rlkit.fast.categorical import categorical_log_prob_entropy
 from rlkit.fast.loss import fused_loss_terms
 from rlkit.fast.stacked_mlp import StackedFusedMLP
+from rlkit.fast.stacked_step import DirectStep, covers
 from rlkit.gym.policies import MLPActorCritic, NumpyActor
 
 
@@ -243,29 +244,73 @@ class MemberStats(NamedTuple):
         return loss_scalars(self.steps, self.approx_kl, self.clipfrac, self.epochs, update_number)
 
 
-def clip_and_step(stacked: StackedParameters, members: list[MemberBatch | None], live: list[int],
-                  max_norm: float, mask: torch.Tensor) -> torch.Tensor:
+class Steppers(NamedTuple):
+    """The live members' optimizers for one epoch: stepped together in one kernel call where
+    :class:`rlkit.fast.adam.AdamsTogether` applies, else one by one."""
+
+    optimizers: list[torch.optim.Optimizer]
+    together: AdamsTogether | None
+
+    @classmethod
+    def of(cls, members: list[MemberBatch | None], live: list[int]) -> Steppers:
+        optimizers = [members[k].optimizer for k in live]  # type: ignore[union-attr]
+        return cls(optimizers, AdamsTogether.of(optimizers))
+
+    def step(self) -> Steppers:
+        """Step every optimizer; returns what steps them next (one by one only before the first
+        step has made their state)."""
+        if self.together is not None:
+            self.together.step()
+            return self
+        for optimizer in self.optimizers:
+            optimizer.step()
+        return Steppers(self.optimizers, AdamsTogether.of(self.optimizers))
+
+
+def clip_and_step(stacked: StackedParameters, steppers: Steppers, max_norm: float, mask: torch.Tensor,
+                  all_live: bool) -> tuple[torch.Tensor, Steppers]:
     """Clip each live member's gradient (row of ``theta.grad``) to norm ``max_norm`` (as
     :meth:`rlkit.core.optim.FlatParameters.clip_grad_norm_` clips one) and step its Adam, all
     members in a few batched calls; returns the ``[K]`` norms before clipping (0 for the others,
-    ``mask [K]`` False)."""
+    ``mask [K]`` False) and what steps the optimizers next."""
     grad = stacked.theta.grad
     norms = torch.linalg.vector_norm(grad, dim=1)  # type: ignore[arg-type]
-    if len(live) < len(members):
+    if not all_live:
         norms = torch.where(mask, norms, 0.0)
     grad.mul_((max_norm / (norms + 1e-6)).clamp(max=1.0)[:, None])  # type: ignore[union-attr]
-    optimizers = [members[k].optimizer for k in live]  # type: ignore[union-attr]
-    if not step_together(optimizers):
-        for optimizer in optimizers:
-            optimizer.step()
-    return norms
+    return norms, steppers.step()
+
+
+def direct_step(stacked: StackedParameters, loss_fn: StackedLoss) -> DirectStep | None:
+    """The autograd-free minibatch step (:mod:`rlkit.fast.stacked_step`: the fused path's bits)
+    where it applies: the numpy node, a softmax head on the fused loss, no head parameters, the
+    layers covering theta; None elsewhere (autograd through the nodes)."""
+    mlp = stacked.fused
+    if (mlp is None or not mlp.numpy or not (loss_fn.fused and loss_fn.direct) or stacked.heads
+            or not covers(mlp, stacked.theta.shape[1])):
+        return None
+    return DirectStep(mlp, stacked.theta.grad, loss_fn.hp)  # type: ignore[arg-type]
+
+
+def _gradient(stacked: StackedParameters, loss_fn: StackedLoss, step: DirectStep | None, mb: Batch,
+              mask: torch.Tensor, all_live: bool) -> LossOutput:
+    """Every member's loss on its minibatch rows ``mb [K, s, ...]`` and the gradient of the live
+    ones' (``mask [K]``) in ``theta.grad`` (the others' rows are left to be ignored)."""
+    if step is not None:
+        return step(mb, mask.to(stacked.theta.dtype))
+    dist_params, values = stacked.forward(mb.obs)
+    out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
+    stacked.zero_grad()
+    (out.loss if all_live else torch.where(mask, out.loss, 0.0)).sum().backward()
+    return out
 
 
 def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: list[MemberBatch | None],
-                   hp: PPOConfig, num_minibatches: int) -> list[MemberStats | None]:
+                   hp: PPOConfig, num_minibatches: int, step: DirectStep | None = None) -> list[MemberStats | None]:
     """PPO's epochs (:func:`rlkit.core.update.ppo_epochs`) for every member at once: each member
     shuffles with its own generator, clips its own gradient, steps its own Adam and stops early on
-    its own approx_kl; None members (failed ones) are carried along untouched."""
+    its own approx_kl; None members (failed ones) are carried along untouched. ``step``: the
+    autograd-free minibatch step (:func:`direct_step`) where it applies."""
     like = next(m.batch for m in members if m is not None)
     device = stacked.theta.device
     packed = torch.stack([_pack(m.batch if m is not None else like) for m in members]).to(device)
@@ -286,15 +331,13 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
             orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
                                   else torch.arange(b) for k in range(len(members))])
             shuffled = _unpack(packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width)), like)
-            mask = torch.tensor(running, device=device)
+            mask, all_live = torch.tensor(running, device=device), len(live) == len(members)
+            steppers = Steppers.of(members, live)
             log_ratios = []
             for start in range(0, size * count, size):
                 mb = Batch(*(field[:, start:start + size] for field in shuffled))
-                dist_params, values = stacked.forward(mb.obs)
-                out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
-                stacked.zero_grad()
-                (out.loss if len(live) == len(members) else torch.where(mask, out.loss, 0.0)).sum().backward()
-                norms = clip_and_step(stacked, members, live, hp.max_grad_norm, mask)
+                out = _gradient(stacked, loss_fn, step, mb, mask, all_live)
+                norms, steppers = clip_and_step(stacked, steppers, hp.max_grad_norm, mask, all_live)
                 steps += [out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(), out.entropy.detach(), norms]
                 log_ratios.append(out.log_ratio)
             kl = ratio_stats(torch.cat(log_ratios, dim=1), hp.clip_coef, dim=1)
