@@ -12,6 +12,7 @@ printed to show the members learn.
     python benchmarks/population.py                           # CartPole 100k x 10 seeds, Hopper 100k x 5
     python benchmarks/population.py --settings cartpole-vector --write ""
     python benchmarks/population.py --settings cartpole-vector hopper-async --repeat 3
+    python benchmarks/population.py --settings cartpole-fastest --repeat 5  # 10 seeds vs the fastest single seed
 
 With ``--repeat R`` each setting's three runs go round R times, interleaved, and the table gives
 each one's median wall time (this machine's speed drifts by several percent from minute to minute).
@@ -30,6 +31,11 @@ import time
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="gymnasium"),
     "cartpole-vector": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="vector"),
+    # Each side in its fastest form, in one interleaved round: one seed (and the population of one)
+    # on Gymnasium's envs (four env objects step faster than one vectorized step of four), the ten
+    # on the shared vectorized CartPole.
+    "cartpole-fastest": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="vector",
+                             small_backend="gymnasium"),
     "hopper": dict(preset="mujoco", env="Hopper-v5", steps=100_000, k=5, backend="gymnasium"),
     # The population of K with --async-envs: the last K // 2 members' envs step in one worker process
     # beside the trainer (the second core). One seed alone and the population of one run in-process,
@@ -45,7 +51,7 @@ def worker(name: str, k: int, steps: int) -> dict:
     from rlkit.gym.population_start import train_population
 
     s = SETTINGS[name]
-    cfg = rlkit.preset(s["preset"], env=s["env"], env_backend=s["backend"], total_steps=steps, eval_episodes=0,
+    cfg = rlkit.preset(s["preset"], env=s["env"], env_backend=_backend(s, k), total_steps=steps, eval_episodes=0,
                        checkpoint_every=10**9, progress=False, logdir="/tmp/rlkit-bench-population",
                        run_name=f"{name}-{k}-{time.time_ns()}", async_envs=bool(s.get("async_k")) and k > 1)
     start = time.perf_counter()
@@ -57,6 +63,11 @@ def worker(name: str, k: int, steps: int) -> dict:
     seconds = time.perf_counter() - start
     returns = [r.agent.evaluate(cfg.env, 10, seed=10_000).mean for r in results]
     return {"seconds": seconds, "steps": sum(r.total_steps for r in results), "returns": returns}
+
+
+def _backend(s: dict, k: int) -> str:
+    """The env backend of a run of ``k`` members (0: one seed alone)."""
+    return s.get("small_backend", s["backend"]) if k <= 1 else s["backend"]
 
 
 def run_worker(name: str, k: int, steps: int) -> dict:
@@ -106,7 +117,7 @@ def main() -> None:
         medians = [_median([r[i] for r in rounds]) for i in range(len(runs))]
         for i, ((k, label), r) in enumerate(zip(runs, medians)):
             walls = ", ".join(f"{x[i]['seconds']:.1f}" for x in rounds)
-            row = (f"| {name}: {s['env']} ({s['backend']}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
+            row = (f"| {name}: {s['env']} ({_backend(s, k)}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
                    f"{steps:,} | {label} | {r['seconds']:.1f} ({walls}) | {r['seconds'] / medians[0]['seconds']:.2f}× | "
                    f"{r['steps'] / r['seconds']:,.0f} | {', '.join(f'{x:.0f}' for x in r['returns'])} |")
             lines.append(row)

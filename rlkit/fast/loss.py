@@ -90,13 +90,14 @@ class ObjectiveGrads(NamedTuple):
     """``[B]`` (``[K, B]``)."""
 
 
-def objective_grads(obj: Objective, grad_loss: torch.Tensor, ent_coef: float, vf_coef: float,
-                    dim: int | None = None) -> ObjectiveGrads:
-    """The gradients of :func:`objective`'s inputs for the gradient ``grad_loss`` of its loss."""
-    n = obj.pg_slope.numel() if dim is None else obj.pg_slope.shape[dim]
+def objective_grads(pg_slope: torch.Tensor, v_slope: torch.Tensor, grad_loss: torch.Tensor, ent_coef: float,
+                    vf_coef: float, dim: int | None = None) -> ObjectiveGrads:
+    """The gradients of :func:`objective`'s inputs for the gradient ``grad_loss`` of its loss, from
+    its ``pg_slope`` and ``v_slope``."""
+    n = pg_slope.numel() if dim is None else pg_slope.shape[dim]
     g = grad_loss if dim is None else grad_loss.unsqueeze(dim)
     # d loss / d log pi = (1/B) (-A r) on active samples (dr/dlog pi = r); value: (vf/B) (V - R).
-    return ObjectiveGrads(obj.pg_slope * (g / n), -ent_coef * grad_loss, obj.v_slope * (g * (vf_coef / n)))
+    return ObjectiveGrads(pg_slope * (g / n), -ent_coef * grad_loss, v_slope * (g * (vf_coef / n)))
 
 
 class _Objective(torch.autograd.Function):
@@ -109,14 +110,13 @@ class _Objective(torch.autograd.Function):
                 dim: int | None = None):
         obj = objective(new_log_probs, entropy, new_values, old_log_probs, advantages, returns, old_values,
                         clip_coef, clip_vloss, ent_coef, vf_coef, vloss_form, dim)
-        ctx.obj, ctx.coefs, ctx.dim = obj._replace(loss=None, pg_loss=None, v_loss=None, log_ratio=None), \
-            (ent_coef, vf_coef), dim
+        ctx.slopes, ctx.coefs, ctx.dim = (obj.pg_slope, obj.v_slope), (ent_coef, vf_coef), dim
         ctx.mark_non_differentiable(obj.pg_loss, obj.v_loss, obj.log_ratio)
         return obj.loss, obj.pg_loss, obj.v_loss, obj.log_ratio
 
     @staticmethod
     def backward(ctx, grad_loss: torch.Tensor, *_unused: torch.Tensor):
-        grads = objective_grads(ctx.obj, grad_loss, *ctx.coefs, dim=ctx.dim)
+        grads = objective_grads(*ctx.slopes, grad_loss, *ctx.coefs, dim=ctx.dim)
         return grads.log_probs, grads.entropy, grads.values, *([None] * 10)
 
 

@@ -47,7 +47,7 @@ class DirectStep:
         obj = objective(cat.log_prob, entropy, torch.from_numpy(values[..., 0]), mb.log_probs, advantages,
                         mb.returns, mb.values, hp.clip_coef, hp.clip_vloss, hp.ent_coef, hp.vf_coef,
                         hp.vloss_form, dim=1)
-        grads = objective_grads(obj, weights, hp.ent_coef, hp.vf_coef, dim=1)
+        grads = objective_grads(obj.pg_slope, obj.v_slope, weights, hp.ent_coef, hp.vf_coef, dim=1)
         n = x.shape[1]
         g_entropy = grads.entropy.unsqueeze(1).expand(-1, n) / n  # the mean's gradient, as autograd forms it
         g_logits = categorical_grad(cat, actions, grads.log_probs, g_entropy)
