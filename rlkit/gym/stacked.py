@@ -296,7 +296,7 @@ def _gradient(stacked: StackedParameters, loss_fn: StackedLoss, step: DirectStep
               mask: torch.Tensor, all_live: bool) -> LossOutput:
     """Every member's loss on its minibatch rows ``mb [K, s, ...]`` and the gradient of the live
     ones' (``mask [K]``) in ``theta.grad`` (the others' rows are left to be ignored)."""
-    if step is not None:
+    if step is not None and mb.obs.dtype == torch.float32:  # the numpy node's dtype
         return step(mb, mask.to(stacked.theta.dtype))
     dist_params, values = stacked.forward(mb.obs)
     out = loss_fn(stacked.head_tensors(), dist_params, values, mb)
