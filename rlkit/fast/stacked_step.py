@@ -57,7 +57,8 @@ class DirectStep:
 
 
 def covers(mlp: StackedFusedMLP, size: int) -> bool:
-    """Whether the actor's and critic's weights and biases are all of a ``size``-long parameter
-    vector (no parameter the direct step would leave without a gradient)."""
-    parts = [s for spec in mlp.spec for w, b, _ in spec for s in (w, b)]
-    return sum(s.stop - s.start for s in parts) == size and len({s.start for s in parts}) == len(parts)
+    """Whether the actor's and critic's weights and biases tile a ``size``-long parameter vector
+    (no gap, no overlap: no parameter the direct step would leave without a gradient)."""
+    parts = sorted((s.start, s.stop) for spec in mlp.spec for w, b, _ in spec for s in (w, b))
+    ends = [0] + [stop for _, stop in parts]
+    return all(start == end for (start, _), end in zip(parts, ends)) and ends[-1] == size

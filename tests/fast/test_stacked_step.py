@@ -104,3 +104,14 @@ def test_adams_with_differing_settings_are_not_stepped_together():
         a.step()
     assert AdamsTogether.of(adams) is None
     assert AdamsTogether.of([adams[0], torch.optim.SGD([nn.Parameter(torch.ones(1))], lr=0.1)]) is None
+
+
+@pytest.mark.parametrize("parts,size,expected", [([(0, 4, 4, 6)], 6, True), ([(0, 4, 3, 5)], 6, False),
+                                                 ([(0, 4, 5, 6)], 6, False), ([(0, 4, 4, 6)], 7, False)])
+def test_the_direct_step_needs_layers_that_tile_theta(parts, size, expected):
+    from types import SimpleNamespace
+
+    from rlkit.fast.stacked_step import covers
+
+    mlp = SimpleNamespace(spec=([(slice(a, b), slice(c, d), (1, 1)) for a, b, c, d in parts], []))
+    assert covers(mlp, size) is expected
