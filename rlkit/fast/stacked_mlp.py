@@ -149,11 +149,11 @@ class StackedFusedMLP:
         """The actor's and critic's numpy layers (CPU float32 only) with their gradients written into
         ``grad [K, P]`` (laid out as theta) instead of the node's own buffer."""
         k = self.theta.shape[0]
-        weights = self.numpy_actor, self.numpy_critic
+        stacks = self.numpy_actor, self.numpy_critic
         return tuple([NumpyLayer(own.weight, own.weight_t, own.bias, grad[:, w].view(k, *shape).numpy(),
                                  grad[:, b].view(k, 1, shape[0]))
                       for own, (w, b, shape) in zip(layers, spec)]
-                     for layers, spec in zip(weights, self.spec))  # type: ignore[return-value]
+                     for layers, spec in zip(stacks, self.spec))  # type: ignore[return-value]
 
     def run(self, layers: list[StackedLayer], x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """``x [K, B, in]`` forward through tanh hidden layers in torch; returns the output and each

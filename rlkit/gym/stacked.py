@@ -250,21 +250,25 @@ class Steppers(NamedTuple):
 
     optimizers: list[torch.optim.Optimizer]
     together: AdamsTogether | None
+    fresh: bool
+    """Some optimizer has no state yet (its first step makes it): asked again after a step."""
 
     @classmethod
     def of(cls, members: list[MemberBatch | None], live: list[int]) -> Steppers:
-        optimizers = [members[k].optimizer for k in live]  # type: ignore[union-attr]
-        return cls(optimizers, AdamsTogether.of(optimizers))
+        return cls.made([members[k].optimizer for k in live])  # type: ignore[union-attr]
+
+    @classmethod
+    def made(cls, optimizers: list[torch.optim.Optimizer]) -> Steppers:
+        return cls(optimizers, AdamsTogether.of(optimizers), any(not o.state for o in optimizers))
 
     def step(self) -> Steppers:
-        """Step every optimizer; returns what steps them next (one by one only before the first
-        step has made their state)."""
+        """Step every optimizer; returns what steps them next."""
         if self.together is not None:
             self.together.step()
             return self
         for optimizer in self.optimizers:
             optimizer.step()
-        return Steppers(self.optimizers, AdamsTogether.of(self.optimizers))
+        return Steppers.made(self.optimizers) if self.fresh else self
 
 
 def clip_and_step(stacked: StackedParameters, steppers: Steppers, max_norm: float, mask: torch.Tensor,
