@@ -105,13 +105,17 @@ POPULATION_MARKER = "population.json"
 
 
 def discard_unused(run_dir: Path) -> None:
-    """Remove ``run_dir`` if it holds nothing but its lock file: a new run whose start-up failed
-    before it wrote anything (so its name can be used again)."""
+    """Remove ``run_dir`` if it holds nothing but its lock file and half-written files (a writer's
+    ``.NAME.PID.tmp``, left by a kill before its rename): a new run whose start-up failed before it
+    wrote anything (so its name can be used again)."""
     from rlkit.io.lock import RUN_LOCK
 
     try:
-        if {p.name for p in run_dir.iterdir()} <= {RUN_LOCK}:
-            (run_dir / RUN_LOCK).unlink(missing_ok=True)
+        names = {p.name for p in run_dir.iterdir()}
+        partial = {n for n in names if n.startswith(".") and n.endswith(".tmp")}
+        if names - partial <= {RUN_LOCK}:
+            for name in partial | {RUN_LOCK}:
+                (run_dir / name).unlink(missing_ok=True)
             run_dir.rmdir()
     except OSError:
         pass  # written meanwhile, or not ours to remove: it stays
