@@ -92,7 +92,10 @@ class StackedRollout:
             fail(k, error)
         self.categorical = NumpyCategorical() if getattr(first.head, "fused_kind", None) == "categorical" else None
         """Softmax logits: every member sampled in one pass from its own uniforms."""
-        self.uniforms = np.zeros((len(members), self.cfg.num_envs), np.float32)
+        self.uniforms = np.zeros((len(members), self.cfg.num_steps, self.cfg.num_envs), np.float32)
+        """``[K, T, N]``: each live member's uniforms of a whole rollout, drawn at its start in one call
+        (a generator's float32 stream is the same however it is split into calls, so each step's
+        row is what a single run draws at that step)."""
         space = first.agent.encoder.space
         self.box = isinstance(space, gym.spaces.Box)
         """Box observations: all members' batches encoded in one pass."""
@@ -122,13 +125,16 @@ class StackedRollout:
         self.gaussians = {g: stack_gaussians([a.sampler for a in actors[g.lo:g.hi]]) for g in groups} \
             if self.categorical is None else {}
         obs = np.stack([m.obs for m in self.members])
+        if self.categorical is not None:
+            for k in self.live():
+                self.members[k].learner.rng.random(self.uniforms.shape[1:], dtype=np.float32, out=self.uniforms[k])
         deferred: tuple[int, Group, StackedStep] | None = None
         for t in range(self.cfg.num_steps):
             started = []
             for g, actor in zip(groups, stacked):
                 live = self._where(g)[0]
                 if live:
-                    acts = self._sample(g, actors, actor.params(obs[g.rows]), live)
+                    acts = self._sample(g, t, actors, actor.params(obs[g.rows]), live)
                     shape = acts.actions.shape
                     self.envs.start(g, self.head.to_env(acts.actions.reshape(-1, *shape[2:])).reshape(shape), live)
                     started.append((g, acts, live))
@@ -169,15 +175,15 @@ class StackedRollout:
             self.fail(0, exc)
             return {}
 
-    def _sample(self, g: Group, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
-        """Group ``g``'s ``live`` members' actions from their ``params [G, N, out]`` rows, each drawn
-        from its own random stream. A head of softmax logits samples all members in one pass from
-        their uniforms, a diagonal Gaussian from their noise (each drawn as its sampler draws it);
-        any other, member by member."""
+    def _sample(self, g: Group, t: int, actors: list[NumpyActor], params: np.ndarray, live: list[int]) -> Acts:
+        """Group ``g``'s ``live`` members' actions at step ``t`` from their ``params [G, N, out]`` rows,
+        each drawn from its own random stream. A head of softmax logits samples all members in one
+        pass from their uniforms of step ``t``, a diagonal Gaussian from their noise (each drawn as
+        its sampler draws it); any other, member by member."""
         rows, n = params.shape[:2]
-        rngs = [m.learner.rng for m in self.members]
         at = [k - g.lo for k in live]
         if self.categorical is None:
+            rngs = [m.learner.rng for m in self.members]
             stack = self.gaussians[g]
             if stack is not None and len(live) == rows >= TOGETHER:  # the whole group, stacked once
                 return Acts(*stack.sample(params, rngs[g.lo:g.hi]))
@@ -191,9 +197,7 @@ class StackedRollout:
                 drawn = actors[k].sampler.sample(params[i], rngs[k])
                 acts.actions[i], acts.log_probs[i] = drawn.actions, drawn.log_probs
             return acts
-        u = self.uniforms[g.rows]
-        for k, i in zip(live, at):
-            rngs[k].random(n, dtype=np.float32, out=u[i])
+        u = self.uniforms[g.rows, t]
         if len(live) == rows:
             return Acts(*self.categorical.sample_from_uniforms(params, u))
         drawn, acts = self.categorical.sample_from_uniforms(params[at], u[at]), self._blank(rows, n)
