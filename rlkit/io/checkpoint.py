@@ -21,7 +21,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
-from rlkit.io.files import read_json, write_json
+from rlkit.io.files import is_partial, read_json, write_json
 
 log = logging.getLogger("rlkit")
 
@@ -58,7 +58,8 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
     for stale in old[:-keep] if keep > 0 else []:
         if stale != final:
             shutil.rmtree(stale, ignore_errors=True)
-    for leftover in root.glob(".*.tmp"):  # a killed writer's (the run's lock makes this process the only one)
+    # A killed writer's leftovers (the run's lock makes this process the only writer).
+    for leftover in [p for p in root.iterdir() if is_partial(p.name)]:
         if leftover.is_dir():
             shutil.rmtree(leftover, ignore_errors=True)
         else:
@@ -112,7 +113,7 @@ def discard_unused(run_dir: Path) -> None:
 
     try:
         names = {p.name for p in run_dir.iterdir()}
-        partial = {n for n in names if n.startswith(".") and n.endswith(".tmp")}
+        partial = {n for n in names if is_partial(n)}
         if names - partial <= {RUN_LOCK}:
             for name in partial | {RUN_LOCK}:
                 (run_dir / name).unlink(missing_ok=True)

@@ -32,6 +32,12 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def is_partial(name: str) -> bool:
+    """Whether ``name`` is a writer's temporary file or folder (``.NAME.PID.tmp`` of
+    :func:`write_atomic`, ``.NAME.tmp`` of a checkpoint): what a kill before its rename leaves."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
 def write_json(path: str | Path, value: Any, indent: int | None = 1) -> None:
     """``value`` as JSON, written atomically."""
     write_atomic(path, json.dumps(value, indent=indent))
