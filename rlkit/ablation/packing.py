@@ -3,8 +3,8 @@
 
 ``--pack auto`` (the default) packs each (variant, env)'s seeds together, split into as many packs
 as there are workers to a group where the groups are fewer than the workers; ``--pack K`` packs at
-most K; ``--pack 1`` runs every run alone. A pack takes only what a population can train (PPO and
-Outer-PPO on vector observations: an HP3O run, an image env or a baseline runs alone) and never a
+most K; ``--pack 1`` runs every run alone. A pack takes only what a population can train (PPO,
+Outer-PPO and HP3O on vector observations: an image env or a baseline runs alone) and never a
 run that started alone: it resumes alone, since a population's numbers are not a single run's (a
 member's are its own whatever the pack, on the CPU, so a member resumes in any pack, or alone).
 """
@@ -37,7 +37,7 @@ def check_pack(pack: Any) -> int | None:
 
 
 def _packable(config: dict[str, Any]) -> bool:
-    """Whether a population trains this config (PPO, Outer-PPO; vector observations, no masks)."""
+    """Whether a population trains this config (vector observations, no masks)."""
     from rlkit.gym.config import TrainConfig
     from rlkit.gym.population_start import check_population
 

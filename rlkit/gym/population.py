@@ -8,8 +8,10 @@ population steps its members in lockstep: one batched matmul per layer acts for 
 member's minibatches through one batched network (:func:`stacked_epochs`). A member that fails
 (an env error, a non-finite loss) is recorded as failed, with its one-line error, and the others
 go on. PPO and the variants that act around the inner epochs (Outer-PPO: each member its own outer
-step and momentum) on vector observations (MLP policies); a variant that chooses its own batches
-(HP3O), an image or action masks are refused in one line.
+step and momentum) update as one stacked network; a variant that chooses its own batches (HP3O:
+each member its own trajectory buffer and hybrid batches of its own size) updates each member by
+its single run's code on its own parameters, the rollout still batched. Vector observations (MLP
+policies) only: an image or action masks are refused in one line.
 """
 
 from __future__ import annotations
@@ -69,6 +71,14 @@ def _each(calls: list[Any]) -> list[Any]:
     return [call() for call in calls]
 
 
+def _own_update(member: PPOTrainer, source: Any, stats: dict[str, float]) -> dict[str, float]:
+    """The passes of a member whose batch source chose its own batches (HP3O), run by its single
+    run's code on its own rows of the stacked parameters; ``source`` None: nothing to learn from yet."""
+    if source is not None:
+        stats.update(member.learner.passes(source, member.optimize))
+    return stats
+
+
 class Population:
     """Members (single runs of one config but the seed, at the same update) trained in lockstep.
     ``rng_states``: each member's torch global random state as its single run would hold it (a
@@ -80,10 +90,16 @@ class Population:
         self.failed: dict[int, str] = {}
         first = members[0]
         self.cfg = first.cfg
-        self.stacked = StackedParameters([m.learner.flat for m in members], first.model,
-                                         fused=first.cfg.kernels != "plain")
+        # A variant that chooses each update's batches (HP3O, Liu et al. 2025) has every member
+        # update by its single run's code on its own parameters; the others update as one stacked network.
+        self.own_updates = any(v.replaces_batch for v in self.cfg.variants.enabled())
+        self.stacked = None if self.own_updates else StackedParameters([m.learner.flat for m in members],
+                                                                        first.model, fused=first.cfg.kernels != "plain")
+        if self.stacked is not None:
+            for m in members:  # a fused forward's weight views follow the parameters into their rows of theta
+                m.kernels.prepare(m.model, m.learner.flat)
         self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain")
-        self.step = direct_step(self.stacked, self.loss)
+        self.step = direct_step(self.stacked, self.loss) if self.stacked is not None else None
         self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done
         """Updates every live member has done (they start at the same one and advance together)."""
@@ -193,19 +209,26 @@ class Population:
         actors = [m.model.snapshot() for m in self.members]
         last = self.rollout.collect(actors)
         batches: list[MemberBatch | None] = [None] * len(self.members)
+        stats: dict[int, dict[str, float] | None] = {}
         for k, values in last.items():
             m = self.members[k]
-            source = self._guard(k, m.learner.source.batches, Rollout(m.buffer, values), m.progress.updates_done)
-            if source is not None and self._guard(k, _each, [h.begin for h in m.learner.hooks]) is not None:
-                batches[k] = MemberBatch(source[0].pooled, m.learner.generator, m.learner.flat, m.learner.optimizer)
+            selected = self._guard(k, m.learner.source.batches, Rollout(m.buffer, values), m.progress.updates_done)
+            if selected is None:
+                continue
+            source, stats[k] = selected
+            if self.own_updates:
+                stats[k] = self._guard(k, _own_update, m, source, stats[k])
+            elif self._guard(k, _each, [h.begin for h in m.learner.hooks]) is not None:
+                batches[k] = MemberBatch(source.pooled, m.learner.generator, m.learner.flat, m.learner.optimizer)
         results = stacked_epochs(self.stacked, self.loss, batches, self.cfg.ppo, self.cfg.num_minibatches,
                                  self.step) \
-            if any(batches) else batches
-        seconds = time.perf_counter() - start
-        steps = 0
+            if self.stacked is not None and any(batches) else batches
         for k, (batch, result) in enumerate(zip(batches, results)):
             if batch is not None and result is not None and k not in self.failed:
-                steps += self._log(k, batch, result, seconds, loggers[k], schedule)
+                stats[k] = self._stacked_stats(k, batch, result, stats[k])
+        seconds = time.perf_counter() - start
+        steps = sum(self._log(k, scalars, seconds, loggers[k], schedule)
+                    for k, scalars in stats.items() if scalars is not None and k not in self.failed)
         self.updates_done += 1
         self._evaluate([k for k in self.live() if self.members[k].evaluation_due()], loggers)
         return steps
@@ -223,17 +246,24 @@ class Population:
             else:
                 self._guard(k, self.members[k].record_evaluation, outcome, loggers[k])
 
-    def _log(self, k: int, batch: MemberBatch, result: Any, seconds: float, logger: Logger,
-             schedule: Schedule) -> int:
-        """Member ``k``'s scalars and progress after an update, as a single run logs them."""
+    def _stacked_stats(self, k: int, batch: MemberBatch, result: Any,
+                       stats: dict[str, float]) -> dict[str, float] | None:
+        """Member ``k``'s scalars after its part of the stacked update, as a single run has them
+        (None if its hooks or scalars failed it)."""
         m = self.members[k]
-        stats = self._guard(k, result.scalars, m.progress.updates_done + 1)
-        hooks = self._guard(k, _each, [h.end for h in m.learner.hooks]) if stats is not None else None
-        if stats is None or hooks is None:
-            return 0
+        scalars = self._guard(k, result.scalars, m.progress.updates_done + 1)
+        hooks = self._guard(k, _each, [h.end for h in m.learner.hooks]) if scalars is not None else None
+        if scalars is None or hooks is None:
+            return None
+        stats.update(scalars)
         for hook_stats in hooks:
             stats.update(hook_stats)
         stats["losses/explained_variance"] = explained_variance(batch.batch.returns, batch.batch.values)
+        return stats
+
+    def _log(self, k: int, stats: dict[str, float], seconds: float, logger: Logger, schedule: Schedule) -> int:
+        """Member ``k``'s scalars and progress after an update, as a single run logs them."""
+        m = self.members[k]
         stats.update(m.episode_stats())
         units = m.cfg.batch_size
         m.progress.updates_done += 1
@@ -243,4 +273,3 @@ class Population:
         stats["charts/steps_per_second"] = units / seconds
         logger.scalars(stats, m.progress.env_steps)
         return units
-

@@ -52,10 +52,6 @@ def check_population(cfg: TrainConfig) -> None:
     """A one-line :class:`ConfigError` for settings a population cannot train."""
     if cfg.resume:
         raise ConfigError("a population resumes with resume_population(run_dirs) (rlkit train --resume DIR DIR ...)")
-    sources = [v.name for v in cfg.variants.enabled() if v.replaces_batch]
-    if sources:
-        raise ConfigError(f"a population trains on each member's latest rollout; {', '.join(sources)} chooses its "
-                          "own batches: run it one seed per process")
     env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
     try:
         if make_encoder(env.observation_space).image is not None:

@@ -17,23 +17,24 @@ from tests.test_reproducibility import assert_same_bits, final_tensors
 ON_CPU = SPEC.replace("num_envs = 2\n", 'num_envs = 2\ndevice = "cpu"\n')
 """Bits are compared on the CPU: on CUDA a population's batched kernels give each member its own
 run within rounding (tests/gym/test_population_cuda.py), not bit for bit."""
-PACKED = ON_CPU.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', 'hp3o = { presets = ["hp3o"] }\n') \
+PACKED = ON_CPU.replace('"sb3-contrib:trpo" = {}\n', 'hp3o = { presets = ["hp3o"] }\n') \
     .replace("seeds = 2", "seeds = 3")
 
 
 def test_packed_runs_are_population_members_and_the_tables_a_sweeps(tmp_path):
     spec = write_spec(tmp_path, PACKED)
     summary = run_sweep(spec, str(tmp_path / "out"), workers=1, progress=False)
-    assert summary.done == summary.total == 9 and summary.ran == 9
+    assert summary.done == summary.total == 12 and summary.ran == 12
     runs = tmp_path / "out" / "runs"
     packed = {d.name for d in runs.iterdir() if (d / "population.json").is_file()}
-    assert packed == {f"{v}__CartPole-v1__s{s}" for v in ("ppo", "outer") for s in (1, 2, 3)}  # HP3O runs alone
+    assert packed == {f"{v}__CartPole-v1__s{s}" for v in ("ppo", "outer", "hp3o") for s in (1, 2, 3)}  # SB3 alone
     assert {r["status"] for r in rows(tmp_path / "out" / "runs.csv")} == {"done"}
-    run = next(r for r in load_spec(spec).runs if r.variant == "ppo" and r.seed == 2)
-    cfg = rlkit.TrainConfig.from_dict({**run.config, "logdir": str(tmp_path / "alone"), "run_name": "p",
-                                       "torch_threads": 1, "progress": False})
-    (alone,) = train_population(cfg, [2])
-    assert_same_bits(final_tensors(runs / run.name), final_tensors(alone.run_dir))
+    for variant in ("ppo", "hp3o"):
+        run = next(r for r in load_spec(spec).runs if r.variant == variant and r.seed == 2)
+        cfg = rlkit.TrainConfig.from_dict({**run.config, "logdir": str(tmp_path / "alone"), "run_name": variant,
+                                           "torch_threads": 1, "progress": False})
+        (alone,) = train_population(cfg, [2])
+        assert_same_bits(final_tensors(runs / run.name), final_tensors(alone.run_dir))
     log = (tmp_path / "out" / "logs" / "ppo__CartPole-v1__s2.log").read_text()
     assert "trained in one process with ppo__CartPole-v1__s1, ppo__CartPole-v1__s3" in log
 
@@ -42,10 +43,10 @@ def test_packing_splits_groups_across_workers_and_keeps_what_a_population_cannot
     runs = load_spec(write_spec(tmp_path, PACKED)).runs
     out = tmp_path / "runs"
     auto = pack_runs(runs, out, None, workers=1)
-    assert sorted(len(i) if isinstance(i, list) else 1 for i in auto) == [1, 1, 1, 3, 3]
-    four = pack_runs(runs, out, None, workers=4)  # two groups, two workers each
-    assert sorted(len(i) if isinstance(i, list) else 1 for i in four) == [1, 1, 1, 1, 1, 2, 2]
-    assert pack_runs(runs, out, 1, workers=4) == runs
+    assert sorted(len(i) if isinstance(i, list) else 1 for i in auto) == [1, 1, 1, 3, 3, 3]
+    six = pack_runs(runs, out, None, workers=6)  # three groups, two workers each
+    assert sorted(len(i) if isinstance(i, list) else 1 for i in six) == [1, 1, 1, 1, 1, 1, 2, 2, 2]
+    assert pack_runs(runs, out, 1, workers=6) == runs
     (out / "ppo__CartPole-v1__s1").mkdir(parents=True)
     (out / "ppo__CartPole-v1__s1" / "config.json").write_text("{}")  # started alone: it resumes alone
     started = pack_runs(runs, out, 2, workers=1)
@@ -90,5 +91,5 @@ def test_runs_killed_while_their_population_started_up_train_anew_packed(tmp_pat
         (runs / f"ppo__CartPole-v1__s{seed}").mkdir(parents=True)
         (runs / f"ppo__CartPole-v1__s{seed}" / RUN_LOCK).write_text("")
     summary = run_sweep(spec, str(tmp_path / "out"), workers=1, progress=False)
-    assert summary.done == 9 and summary.failed == 0
+    assert summary.done == 12 and summary.failed == 0
     assert all((runs / f"ppo__CartPole-v1__s{s}" / "population.json").is_file() for s in (1, 2, 3))

@@ -38,6 +38,10 @@ def _first_checkpoint(run_dir):
     ("Pendulum-v1", {"norm_obs": True, "norm_reward": True, "target_kl": 0.01}),
     ("CartPole-v1", {"outer": True, "outer_lr": 1.0, "outer_momentum": 0.5, "outer_nesterov": True}),
     ("CartPole-v1", {"env_backend": "vector"}),  # all members' envs one vectorized CartPole
+    ("CartPole-v1", {"hp3o": True, "hp3o_samples": 256}),  # each member's own hybrid batches and update
+    ("Pendulum-v1", {"norm_obs": True, "hp3o": True, "hp3o_samples": 256, "hp3o_plus": True,
+                     "hp3o_schedule": "episode", "hp3o_redraw_each_epoch": True, "outer": True, "outer_lr": 1.0,
+                     "outer_momentum": 0.5}),
 ])
 def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extra):
     alone = train_population(_cfg(tmp_path, "alone", env=env, **extra), [2])
@@ -53,27 +57,30 @@ def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extr
                            final_tensors(b.run_dir)["model.actor.0.weight"])
 
 
-@pytest.mark.parametrize("env", ["rlkit-test/RaisesForSeed100-v0", "rlkit-test/NaNObsForSeed100-v0",
-                                 "rlkit-test/NaNRewardForSeed100-v0"])
-def test_a_failing_member_is_recorded_and_the_others_finish(tmp_path, env):
-    alone = train_population(_cfg(tmp_path, "alone", env=env, total_steps=1024), [1])
-    bad, ok = train_population(_cfg(tmp_path, "pop", env=env, total_steps=1024), [100, 1])  # the first fails
+@pytest.mark.parametrize("env, extra", [("rlkit-test/RaisesForSeed100-v0", {}), ("rlkit-test/NaNObsForSeed100-v0", {}),
+                                        ("rlkit-test/NaNRewardForSeed100-v0", {}),
+                                        ("rlkit-test/NaNRewardForSeed100-v0", {"hp3o": True, "hp3o_samples": 256})])
+def test_a_failing_member_is_recorded_and_the_others_finish(tmp_path, env, extra):
+    alone = train_population(_cfg(tmp_path, "alone", env=env, total_steps=1024, **extra), [1])
+    bad, ok = train_population(_cfg(tmp_path, "pop", env=env, total_steps=1024, **extra), [100, 1])  # the first fails
     assert ok.error is None and ok.result.updates == 4 and (tmp_path / "pop__s1" / "result.json").is_file()
     assert bad.result is None and bad.error and "\n" not in bad.error
     assert not (tmp_path / "pop__s100" / "result.json").exists()
     assert_same_bits(final_tensors(alone[0].run_dir), final_tensors(ok.run_dir))
-    (only,) = train_population(_cfg(tmp_path, "all", env=env, total_steps=1024), [100])  # nobody left
+    (only,) = train_population(_cfg(tmp_path, "all", env=env, total_steps=1024, **extra), [100])  # nobody left
     assert only.error == bad.error and only.result is None  # its single run's code, the same one line
 
 
-@pytest.mark.parametrize("backend", ["gymnasium", "vector"])
-def test_a_killed_population_resumes_every_member_bit_identically(tmp_path, monkeypatch, backend):
-    whole = train_population(_cfg(tmp_path, "whole", env_backend=backend), [1, 2])
+@pytest.mark.parametrize("backend, extra", [("gymnasium", {}), ("vector", {}),
+                                            ("gymnasium", {"hp3o": True, "hp3o_samples": 256,
+                                                           "hp3o_schedule": "episode"})])
+def test_a_killed_population_resumes_every_member_bit_identically(tmp_path, monkeypatch, backend, extra):
+    whole = train_population(_cfg(tmp_path, "whole", env_backend=backend, **extra), [1, 2])
     for name in ("cut", "alone"):
         with monkeypatch.context() as m:
             _stop_after_update(m, 3)
             with pytest.raises(PopulationInterrupted):
-                train_population(_cfg(tmp_path, name, env_backend=backend), [1, 2])
+                train_population(_cfg(tmp_path, name, env_backend=backend, **extra), [1, 2])
     together = resume_population([tmp_path / "cut__s1", tmp_path / "cut__s2"])
     one_by_one = [resume_population([tmp_path / f"alone__s{s}"])[0] for s in (1, 2)]  # a population of one each
     for w, r, a in zip(whole, together, one_by_one):
@@ -150,7 +157,6 @@ def test_each_member_is_a_single_run_for_eval_and_the_cli(tmp_path):
 @pytest.mark.parametrize("seeds, kw, match", [
     ([1, 1], {}, "given twice"),
     ([], {}, "1 to 4096"),
-    ([1, 2], {"hp3o": True}, "its own batches"),
     ([1, 2], {"env": "rlkit-test/ImageObs-v0"}, "images"),
     ([1, 2], {"env": "rlkit-test/MaskedFatal-v0"}, "masks"),
 ])
