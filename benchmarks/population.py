@@ -13,6 +13,7 @@ printed to show the members learn.
     python benchmarks/population.py --settings cartpole-vector --write ""
     python benchmarks/population.py --settings cartpole-vector hopper-async --repeat 3
     python benchmarks/population.py --settings cartpole-fastest --repeat 5  # 10 seeds vs the fastest single seed
+    python benchmarks/population.py --settings hopper-hp3o    # HP3O: 10 seeds, each member's own update
 
 With ``--repeat R`` each setting's three runs go round R times, interleaved, and the table gives
 each one's median wall time (this machine's speed drifts by several percent from minute to minute).
@@ -41,6 +42,10 @@ SETTINGS = {
     # beside the trainer (the second core). One seed alone and the population of one run in-process,
     # their fastest form with one env.
     "hopper-async": dict(preset="mujoco", env="Hopper-v5", steps=100_000, k=5, backend="gymnasium", async_k=True),
+    # HP3O (the authors' sizes, as the HP3O MuJoCo recipe runs it) with the population of ten a
+    # sweep packs: the rollout batched, each member's update its single run's own.
+    "hopper-hp3o": dict(preset="mujoco", variants=("hp3o",), env="Hopper-v5", steps=100_000, k=10,
+                        backend="gymnasium"),
 }
 
 
@@ -51,7 +56,7 @@ def worker(name: str, k: int, steps: int) -> dict:
     from rlkit.gym.population_start import train_population
 
     s = SETTINGS[name]
-    cfg = rlkit.preset(s["preset"], env=s["env"], env_backend=_backend(s, k), total_steps=steps, eval_episodes=0,
+    cfg = rlkit.preset(s["preset"], *s.get("variants", ()), env=s["env"], env_backend=_backend(s, k), total_steps=steps, eval_episodes=0,
                        checkpoint_every=10**9, progress=False, logdir="/tmp/rlkit-bench-population",
                        run_name=f"{name}-{k}-{time.time_ns()}", async_envs=bool(s.get("async_k")) and k > 1)
     start = time.perf_counter()
@@ -117,7 +122,7 @@ def main() -> None:
         medians = [_median([r[i] for r in rounds]) for i in range(len(runs))]
         for i, ((k, label), r) in enumerate(zip(runs, medians)):
             walls = ", ".join(f"{x[i]['seconds']:.1f}" for x in rounds)
-            row = (f"| {name}: {s['env']} ({_backend(s, k)}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
+            row = (f"| {name}: {''.join(v + ' ' for v in s.get('variants', ()))}{s['env']} ({_backend(s, k)}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
                    f"{steps:,} | {label} | {r['seconds']:.1f} ({walls}) | {r['seconds'] / medians[0]['seconds']:.2f}× | "
                    f"{r['steps'] / r['seconds']:,.0f} | {', '.join(f'{x:.0f}' for x in r['returns'])} |")
             lines.append(row)
