@@ -38,11 +38,15 @@ def test_the_stacked_network_on_cuda_is_each_members_own(kind):
         assert torch.allclose(torch.cat([g.reshape(-1) for g in grads]), stacked.theta.grad[k], atol=1e-4)
 
 
-@pytest.mark.parametrize("env, backend", [("CartPole-v1", "vector"), ("Pendulum-v1", "gymnasium")])
-def test_a_population_trains_on_cuda_each_member_a_single_run(tmp_path, env, backend):
+HP3O = {"hp3o": True, "hp3o_samples": 256}
+
+
+@pytest.mark.parametrize("env, backend, extra", [("CartPole-v1", "vector", {}), ("Pendulum-v1", "gymnasium", {}),
+                                                 ("CartPole-v1", "gymnasium", HP3O)])
+def test_a_population_trains_on_cuda_each_member_a_single_run(tmp_path, env, backend, extra):
     cfg = rlkit.preset("cartpole", env=env, env_backend=backend, device="cuda", total_steps=2048, num_envs=2,
                        num_steps=128, eval_episodes=2, checkpoint_every=1024, progress=False, logdir=str(tmp_path),
-                       run_name="gpu")
+                       run_name="gpu", **extra)
     outcomes = train_population(cfg, [1, 2, 3])
     assert [o.error for o in outcomes] == [None] * 3
     for o in outcomes:
@@ -52,13 +56,14 @@ def test_a_population_trains_on_cuda_each_member_a_single_run(tmp_path, env, bac
     assert not torch.equal(weights[0], weights[1])
 
 
-def test_a_killed_population_on_cuda_resumes_every_member_bit_identically(tmp_path, monkeypatch):
+@pytest.mark.parametrize("extra", [{}, HP3O])
+def test_a_killed_population_on_cuda_resumes_every_member_bit_identically(tmp_path, monkeypatch, extra):
     from rlkit.gym.population import PopulationInterrupted
     from rlkit.gym.population_start import resume_population
     from tests.test_reproducibility import _stop_after_update, assert_same_bits, final_tensors
 
     cfg = dict(total_steps=2048, num_envs=2, num_steps=128, eval_episodes=2, checkpoint_every=512, progress=False,
-               logdir=str(tmp_path), device="cuda", env_backend="vector")
+               logdir=str(tmp_path), device="cuda", env_backend="vector", **extra)
     whole = train_population(rlkit.preset("cartpole", run_name="whole", **cfg), [1, 2])
     with monkeypatch.context() as m:
         _stop_after_update(m, 3)
@@ -68,3 +73,16 @@ def test_a_killed_population_on_cuda_resumes_every_member_bit_identically(tmp_pa
     for w, r in zip(whole, resumed):
         assert_same_bits(final_tensors(w.run_dir), final_tensors(r.run_dir))
         assert w.result.eval_history == r.result.eval_history
+
+
+def test_an_hp3o_member_on_cuda_gives_the_same_bits_alone_and_among_others(tmp_path):
+    """HP3O members update by their own models (no GEMM batched across members), and acting is
+    numpy on the CPU: on CUDA too a member's bits do not depend on who else is in the population."""
+    from tests.test_reproducibility import assert_same_bits, final_tensors
+
+    cfg = dict(total_steps=2048, num_envs=2, num_steps=128, eval_episodes=2, checkpoint_every=512, progress=False,
+               logdir=str(tmp_path), device="cuda", **HP3O)
+    (alone,) = train_population(rlkit.preset("cartpole", run_name="alone", **cfg), [2])
+    among = train_population(rlkit.preset("cartpole", run_name="among", **cfg), [5, 2, 9])
+    assert_same_bits(final_tensors(alone.run_dir), final_tensors(among[1].run_dir))
+    assert alone.result.eval_history == among[1].result.eval_history
