@@ -73,7 +73,7 @@ def _each(calls: list[Any]) -> list[Any]:
 
 def _own_update(member: PPOTrainer, source: Any, stats: dict[str, float]) -> dict[str, float]:
     """The passes of a member whose batch source chose its own batches (HP3O), run by its single
-    run's code on its own rows of the stacked parameters; ``source`` None: nothing to learn from yet."""
+    run's code on its own parameters; ``source`` None: nothing to learn from yet."""
     if source is not None:
         stats.update(member.learner.passes(source, member.optimize))
     return stats
@@ -93,13 +93,16 @@ class Population:
         # A variant that chooses each update's batches (HP3O, Liu et al. 2025) has every member
         # update by its single run's code on its own parameters; the others update as one stacked network.
         self.own_updates = any(v.replaces_batch for v in self.cfg.variants.enabled())
-        self.stacked = None if self.own_updates else StackedParameters([m.learner.flat for m in members],
-                                                                        first.model, fused=first.cfg.kernels != "plain")
-        if self.stacked is not None:
+        self.stacked: StackedParameters | None = None
+        self.loss: StackedLoss | None = None
+        self.step = None
+        if not self.own_updates:
+            self.stacked = StackedParameters([m.learner.flat for m in members], first.model,
+                                             fused=first.cfg.kernels != "plain")
             for m in members:  # a fused forward's weight views follow the parameters into their rows of theta
                 m.kernels.prepare(m.model, m.learner.flat)
-        self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain")
-        self.step = direct_step(self.stacked, self.loss) if self.stacked is not None else None
+            self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain")
+            self.step = direct_step(self.stacked, self.loss)
         self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done
         """Updates every live member has done (they start at the same one and advance together)."""
