@@ -9,7 +9,7 @@ from rlkit.ablation.packing import check_pack, pack_runs
 from rlkit.ablation.spec import load_spec
 from rlkit.ablation.sweep import run_sweep
 from rlkit.errors import ConfigError
-from rlkit.gym.population_start import train_population
+from rlkit.gym.population_start import is_member, train_population
 from tests.ablation.test_sweep import SPEC, rows, sigkill_mid_sweep, write_spec
 from tests.robustness.helpers import error_line, run_cli
 from tests.test_reproducibility import assert_same_bits, final_tensors
@@ -67,7 +67,10 @@ def test_a_packed_sweep_killed_with_sigkill_resumes_alone_or_packed_to_the_same_
     spec = write_spec(tmp_path, ON_CPU.replace('"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")
                       .replace("total_steps = 1024", "total_steps = 8192"))
     out = tmp_path / "out"
-    sigkill_mid_sweep(spec, out, "--pack", "2")
+    # Every run started as a member (a run that had not started would train with --pack 1 as a
+    # single run, whose numbers are not a member's), so each resumes as a population of one.
+    sigkill_mid_sweep(spec, out, "--pack", "2", started=4)
+    assert all(is_member(d) for d in (out / "runs").iterdir()) and len(list((out / "runs").iterdir())) == 4
     resumed = run_sweep(spec, str(out), workers=2, progress=False, pack=1)  # each member alone
     straight = run_sweep(spec, str(tmp_path / "straight"), workers=2, progress=False, pack=2)
     key = lambda r: (r["variant"], r["seed"], r["step"])  # noqa: E731

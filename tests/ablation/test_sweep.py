@@ -170,16 +170,16 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path, capsys):
     assert "rlkit-test/Raising-v0 / seed 1: failed" in Path(report["report"]).read_text()
 
 
-def sigkill_mid_sweep(spec, out, *flags):
-    """Start ``rlkit sweep spec --out out --workers 2 flags``, SIGKILL it once a run has
-    checkpointed and before all have finished; the workers die with it."""
+def sigkill_mid_sweep(spec, out, *flags, started=1):
+    """Start ``rlkit sweep spec --out out --workers 2 flags``, SIGKILL it once ``started`` runs
+    have checkpointed and before all have finished; the workers die with it."""
     cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
            "sweep", spec, "--out", str(out), "--workers", "2", *flags]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
-    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
+    while len({p.parts[-3] for p in out.glob("runs/*/checkpoints/update-*")}) < started and time.time() < deadline:
         time.sleep(0.02)
-    time.sleep(0.3)
+    time.sleep(0.3 if started == 1 else 0)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
