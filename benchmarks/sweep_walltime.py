@@ -1,0 +1,104 @@
+"""A finished sweep's wall time, and what the same runs would take one per process (the pool).
+
+Wall time: every TensorBoard event of every run, in time order; the gaps between consecutive events
+count up to ``--gap`` seconds (longer ones are the sweep stopped: a session's end, a pause), so a
+sweep resumed over several sessions gets the time it actually ran. The pool's estimate: each rlkit
+run's time alone, from one seed of its (variant, env) trained alone for ``--measure-steps`` (its
+eval cadence scaled along) and scaled to the full budget; a run the sweep ran alone (an SB3
+baseline) counts its own recorded seconds; the runs then go to ``--workers`` workers longest first.
+
+    python benchmarks/sweep_walltime.py sweeps/outer_ppo_mujoco [--measure-steps 50000] [--write benchmarks/RESULTS.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import platform
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from report import emit
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+import rlkit
+from rlkit.ablation.spec import expand
+
+
+def event_times(sweep: Path) -> np.ndarray:
+    """Wall times of every event of every run of the sweep, sorted."""
+    times = [e.wall_time for f in sweep.glob("runs/*/events.out.tfevents.*") for e in EventFileLoader(str(f)).Load()]
+    times = np.asarray(times, dtype=np.float64)
+    return np.sort(times[times > 1e9])  # an event without a wall time (0) is left out
+
+
+def active_seconds(times: np.ndarray, gap: float) -> tuple[float, int, float]:
+    """Seconds the sweep ran (gaps up to ``gap`` summed), the number of longer gaps and their sum."""
+    d = np.diff(times)
+    return float(d[d <= gap].sum()), int((d > gap).sum()), float(d[d > gap].sum())
+
+
+def alone_seconds(config: dict, steps: int) -> float:
+    """Seconds one seed of ``config`` takes alone for its full budget, from ``steps`` of it."""
+    full = int(config["total_steps"])
+    scale = steps / full
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = rlkit.TrainConfig.from_dict({**config, "total_steps": steps, "logdir": tmp, "run_name": "m",
+                                           "eval_every": max(1, int(config.get("eval_every", full) * scale)),
+                                           "checkpoint_every": steps, "progress": False, "torch_threads": 1})
+        start = time.perf_counter()
+        rlkit.train(cfg)
+        return (time.perf_counter() - start) / scale
+
+
+def pool_seconds(durations: list[float], workers: int) -> float:
+    """Wall time of ``durations`` on ``workers`` workers, longest first to the first free worker."""
+    free = [0.0] * workers
+    for d in sorted(durations, reverse=True):
+        heapq.heappush(free, heapq.heappop(free) + d)
+    return max(free)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("sweep", help="the sweep's output folder")
+    ap.add_argument("--gap", type=float, default=600.0, help="longest gap between events that counts as running")
+    ap.add_argument("--measure-steps", type=int, default=50_000, help="steps of each (variant, env) run alone (0: the sweep's wall time only)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--write", default="", help="results file to append to")
+    args = ap.parse_args()
+    sweep = Path(args.sweep)
+    manifest = json.loads((sweep / "manifest.json").read_text())
+    runs = expand(manifest["spec"], str(sweep / "manifest.json"), manifest.get("budget")).runs
+    ran, stops, stopped = active_seconds(event_times(sweep), args.gap)
+    measured: dict[tuple[str, str], float] = {}
+    durations = []
+    for run in runs if args.measure_steps else []:
+        if run.kind != "rlkit":
+            status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
+            durations.append(float(status["seconds"]))
+            continue
+        key = (run.variant, run.env)
+        if key not in measured:
+            measured[key] = alone_seconds(run.config, args.measure_steps)
+        durations.append(measured[key])
+    pool = pool_seconds(durations, args.workers) if durations else float("nan")
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    emit([f"\n### Sweep wall time: {sweep.name} — {stamp}",
+          f"Command: `python benchmarks/sweep_walltime.py {args.sweep} --measure-steps {args.measure_steps} "
+          f"--workers {args.workers}`  ",
+          f"Machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+          f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
+          "| runs | sweep ran (h) | stops left out (count, h) | pool estimate (h) | pool / sweep |",
+          "|---|---|---|---|---|",
+          f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {pool / 3600:.2f} | {pool / ran:.2f}× |",
+          "", "Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
+          + "."], args.write)
+
+
+if __name__ == "__main__":
+    main()
