@@ -1,7 +1,8 @@
 """Where, on this machine, a population member's bits part from the same seed's run alone.
 
 Trains each variant's seeds as one population (K = len(seeds)), each seed as a population of one,
-and each member resumed alone from the population's checkpoint at update ``--cut``; then compares
+each member resumed alone from the population's checkpoint at update ``--cut``, and each seed as a
+single run (``rlkit.train``: its own unstacked kernels, so not a member's bits); then compares
 every checkpoint update by update and writes, per (variant, seed, way), the first update whose
 tensors differ and which tensors. The configuration is the packed-sweep test's (CartPole, 2 envs,
 128 steps, a checkpoint every update). A diagnosis, not a timing: run it on a machine whose CPU
@@ -74,11 +75,13 @@ def diagnose(variant: str, seeds: list[int], cut: int, root: Path) -> list[str]:
         (alone,) = train_population(cfg.replace(run_name=f"{variant}-alone"), [seed])
         copy = cut_copy(Path(member.run_dir), root / f"{variant}-cut__s{seed}", cut)
         (resumed,) = resume_population([copy])
-        for way, other in (("alone from the start", alone), (f"resumed alone at update {cut}", resumed)):
-            if other.error:
-                lines.append(f"| {variant} | {seed} | {way} | failed: {other.error} |")
-                continue
-            lines.append(f"| {variant} | {seed} | {way} | {first_difference(Path(member.run_dir), Path(other.run_dir))} |")
+        rlkit.train(cfg.replace(seed=seed, run_name=f"{variant}-single__s{seed}"))
+        single = root / f"{variant}-single__s{seed}"
+        for way, other, error in (("alone from the start", alone.run_dir, alone.error),
+                                  (f"resumed alone at update {cut}", resumed.run_dir, resumed.error),
+                                  ("a single run (not a member: expected to differ)", single, None)):
+            found = f"failed: {error}" if error else first_difference(Path(member.run_dir), Path(other))
+            lines.append(f"| {variant} | {seed} | {way} | {found} |")
     return lines
 
 
