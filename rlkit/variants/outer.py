@@ -76,7 +76,8 @@ class OuterOptions:
             raise ConfigError(f"outer_anneal={self.outer_anneal} needs an outer momentum (SGD, outer_momentum > 0)")
         if self.outer_optimizer != "SGD" and (self.outer_momentum or self.outer_nesterov):
             raise ConfigError("outer_momentum / outer_nesterov apply to the SGD outer optimizer only")
-        check_outer_optimizer(self.outer_optimizer, self.outer_lr)
+        if self.outer_optimizer != "SGD":  # SGD steps any dense vector at an lr > 0 (checked above)
+            check_outer_optimizer(self.outer_optimizer, self.outer_lr)
 
 
 def label(o: OuterOptions) -> str:
