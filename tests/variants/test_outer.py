@@ -244,8 +244,24 @@ def test_outer_and_hp3o_compose_and_resume_exactly(logdir):
     (dict(outer_anneal="momentum", outer_lr=1.5), "outer momentum"), (dict(outer_anneal="cosine"), "outer_anneal"),
     (dict(outer_bias=0.5, outer_bias_form="step"), "outer_bias_form"),
     (dict(outer_optimizer="NoSuchOpt"), "torch.optim"), (dict(outer_optimizer="Adam", outer_momentum=0.5), "SGD"),
+    (dict(outer_lr=1e39), "float32"), (dict(outer_lr=10**39), "float32"),
+    (dict(outer_optimizer="Adam", outer_lr=1e39), "outer_lr"),
 ])
 def test_invalid_outer_settings_are_one_line_errors(kw, match):
     with pytest.raises(rlkit.ConfigError, match=match) as e:
         rlkit.TrainConfig(**kw)
     assert "\n" not in str(e.value)
+
+
+def test_an_integer_outer_lr_steps_as_a_float():
+    """An int sigma beyond int64 but within float32 (2**64) reaches the optimizer as a float."""
+    flat, _ = toy([0.0, 1.0])
+    cfg = rlkit.TrainConfig(outer=True, outer_lr=2**64)
+    from rlkit.variants.outer import OuterOptions
+
+    outer = OuterStep.from_options(OuterOptions(**{k: getattr(cfg, k) for k in OuterOptions.__dataclass_fields__
+                                                  if hasattr(cfg, k)}), flat)
+    outer.begin()
+    inner(flat, [2.0**-70, 1.0])
+    outer.end()
+    assert torch.equal(flat.data, torch.tensor([2.0**-6, 1.0]))
