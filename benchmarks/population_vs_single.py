@@ -28,28 +28,27 @@ import numpy as np
 from report import emit
 
 
-def config(args: argparse.Namespace, logdir: str, name: str):  # noqa: ANN201 (a TrainConfig)
+def config(preset: str, env: str, steps: int, device: str, logdir: str, name: str):  # noqa: ANN201 (a TrainConfig)
+    """The one configuration both ways train (a population's members and the single runs)."""
     import rlkit
 
-    return rlkit.preset(args.preset, env=args.env, total_steps=args.steps, device=args.device, logdir=logdir,
-                        run_name=name, progress=False, torch_threads=1, checkpoint_every=10**9)
+    return rlkit.preset(preset, env=env, total_steps=steps, device=device, logdir=logdir, run_name=name,
+                        progress=False, torch_threads=1, checkpoint_every=10**9)
 
 
 def single(args: argparse.Namespace, seed: int, logdir: str) -> float:
     """Final evaluation mean of one single run (its own process)."""
     code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import population_vs_single as b; "
-            "print(json.dumps(b.run_single(sys.argv[2:])))")
-    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), args.preset, args.env, str(args.steps), args.device, logdir,
-                          str(seed)], capture_output=True, text=True, check=True)
+            "print(json.dumps(b.run_single(*sys.argv[2:])))")
+    out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), args.preset, args.env,
+                          str(args.steps), args.device, logdir, str(seed)], capture_output=True, text=True, check=True)
     return float(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
-def run_single(argv: list[str]) -> float:
+def run_single(preset: str, env: str, steps: str, device: str, logdir: str, seed: str) -> float:
     import rlkit
 
-    preset, env, steps, device, logdir, seed = argv
-    cfg = rlkit.preset(preset, env=env, total_steps=int(steps), device=device, logdir=logdir, seed=int(seed),
-                       run_name=f"single__s{seed}", progress=False, torch_threads=1, checkpoint_every=10**9)
+    cfg = config(preset, env, int(steps), device, logdir, f"single__s{seed}").replace(seed=int(seed))
     return float(rlkit.train(cfg).eval_history[-1][1])
 
 
@@ -73,7 +72,7 @@ def main() -> None:
     seeds = list(range(1, args.seeds + 1))
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        members = train_population(config(args, tmp, "pop"), seeds)
+        members = train_population(config(args.preset, args.env, args.steps, args.device, tmp, "pop"), seeds)
         pop_s = time.perf_counter() - start
         pop = [float(m.result.eval_history[-1][1]) for m in members]
         start = time.perf_counter()

@@ -60,8 +60,9 @@ class OuterOptions:
         """One-line :class:`ConfigError` on an invalid or inconsistent Outer-PPO setting."""
         if not (isinstance(self.outer_lr, (int, float)) and math.isfinite(self.outer_lr) and self.outer_lr > 0):
             raise ConfigError(f"outer_lr (sigma) must be > 0, got {self.outer_lr!r}")
-        if self.outer_lr > FLOAT32_MAX:  # the outer step scales float32 parameters by it
-            raise ConfigError(f"outer_lr (sigma) must be at most {FLOAT32_MAX:.4g} (float32), got {self.outer_lr!r}")
+        if self.outer_lr > torch.finfo(torch.float32).max:  # the outer step scales float32 parameters by it
+            raise ConfigError(f"outer_lr (sigma) must be at most {torch.finfo(torch.float32).max:.4g} (float32), "
+                              f"got {self.outer_lr!r}")
         if not 0 <= self.outer_momentum < 1:
             raise ConfigError(f"outer_momentum must lie in [0, 1), got {self.outer_momentum!r}")
         if self.outer_nesterov and self.outer_momentum == 0:
@@ -115,6 +116,7 @@ class OuterStep(UpdateHook):
     def __init__(self, flat: FlatParameters, lr: float, momentum: float = 0.0, nesterov: bool = False,
                  bias: float = 0.0, actor_only: bool = False, optimizer: str = "SGD", bias_form: str = "momentum",
                  anneal: str = "none", grad_from: str = "start") -> None:
+        lr = float(lr)  # an int sigma beyond int64 (within float32) is a float to torch.optim
         self.flat, self.grad_from = flat, grad_from
         self.size = flat.split if actor_only else flat.data.numel()
         self.bias, self.bias_form, self.anneal = bias, bias_form, anneal
@@ -133,7 +135,7 @@ class OuterStep(UpdateHook):
     @classmethod
     def from_options(cls, options: OuterOptions, flat: FlatParameters) -> "OuterStep":
         """The outer step the options ask for."""
-        return cls(flat, float(options.outer_lr), options.outer_momentum, options.outer_nesterov, options.outer_bias,
+        return cls(flat, options.outer_lr, options.outer_momentum, options.outer_nesterov, options.outer_bias,
                    options.outer_params == "actor", options.outer_optimizer, options.outer_bias_form,
                    options.outer_anneal, options.outer_grad_from)
 
@@ -217,10 +219,6 @@ class OuterStep(UpdateHook):
             self.optimizer.state[self.delta] = tensors
         if prev_grad is not None:
             self.prev_grad = prev_grad
-
-
-FLOAT32_MAX = 3.4028234663852886e38
-"""The largest float32: a larger outer learning rate overflows the parameters' own type."""
 
 
 def build(options: OuterOptions, ctx: PlugContext) -> Plug:

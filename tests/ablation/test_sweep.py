@@ -179,7 +179,7 @@ def sigkill_mid_sweep(spec, out, *flags, started=1):
     deadline = time.time() + 120
     while len({p.parts[-3] for p in out.glob("runs/*/checkpoints/update-*")}) < started and time.time() < deadline:
         time.sleep(0.02)
-    time.sleep(0.3 if started == 1 else 0)
+    time.sleep(0.3)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
