@@ -84,7 +84,7 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
     if _STOPPING is not None and _STOPPING.is_set():  # queued before the sweep was stopped
         return {"name": run.name, "status": "interrupted", "error": None, "result": None}
     start = time.perf_counter()
-    with _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
+    with _IN_RUN, _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
         try:
             result = _train(run, run_dir)
         except KeyboardInterrupt:  # the sweep is stopping: the run resumes next time from its checkpoint
@@ -111,7 +111,7 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
             log.write(f"trained in one process with {', '.join(r.name for r in runs if r is not run)}: "
                       f"the output is in {first.name}\n")
     start = time.perf_counter()
-    with _output_to(first), _interrupt_on(signal.SIGINT):
+    with _IN_RUN, _output_to(first), _interrupt_on(signal.SIGINT):
         try:
             members = _train_pack(runs, root / "runs")
         except KeyboardInterrupt:
@@ -190,13 +190,16 @@ def _one_thread() -> None:
 
 _STOPPING: Any = None
 """In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
+_IN_RUN = threading.Lock()
+"""In a pool worker: held while a run (or a pack) trains."""
 
 
-def _init_worker(stopping: Any = None, env_specs: Any = ()) -> None:
+def _init_worker(stopping: Any = None, abandoned: Any = None, env_specs: Any = ()) -> None:
     """Pool workers: one thread (see :func:`_one_thread`), the sweep's own env registrations
     (spawned workers lack them), die with the sweep (so a re-run never races an orphan), and a
     session of their own: a terminal's Ctrl-C reaches the sweep process alone, which passes one
-    SIGINT to each run in flight (see :func:`run_local`)."""
+    SIGINT to each run in flight (see :func:`run_local`). Once the pool is ``abandoned`` (a shared
+    flag: another worker died), a worker exits as soon as its run in flight has stopped."""
     global _STOPPING
     _STOPPING = stopping
     register_missing(list(env_specs))
@@ -205,6 +208,18 @@ def _init_worker(stopping: Any = None, env_specs: Any = ()) -> None:
     with contextlib.suppress(OSError):
         os.setsid()
     die_with_owner()
+    if abandoned is not None:
+        threading.Thread(target=_exit_when_abandoned, args=(abandoned,), name="rlkit-abandoned", daemon=True).start()
+
+
+def _exit_when_abandoned(abandoned: Any) -> None:
+    """A broken pool's executor terminates its workers (SIGTERM: a run stops after its update in
+    flight, or at once on a second) but from Python 3.12 on sends them no "exit" item: a worker
+    whose run has stopped would wait for the next one for ever, and the sweep with it."""
+    while not abandoned.value:  # polled: a waiter killed in an Event's wait() would block its set() for ever
+        time.sleep(0.05)
+    _IN_RUN.acquire()  # the run in flight, if any, has stopped (interrupted: it resumes from its checkpoint)
+    os._exit(1)
 
 
 def cuda_in_reach() -> bool:
@@ -230,9 +245,9 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
     and passes SIGINT to the runs in flight, which checkpoint after their current update and stop;
     then KeyboardInterrupt."""
     context = pool_context()
-    stopping = context.Event()
+    stopping, abandoned = context.Event(), context.RawValue("b", 0)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                               initargs=(stopping, sweep_env_specs(runs)))
+                               initargs=(stopping, abandoned, sweep_env_specs(runs)))
     try:
         with _interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute_pack if isinstance(item, list) else execute, item, str(sweep_dir))
@@ -247,7 +262,9 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
         stopping.set()
         _stop_in_flight(pool)
         raise
-    except BrokenProcessPool:  # the pool's other workers are stopped with it
+    except BrokenProcessPool:  # the pool's other workers are stopped with it and exit (no queued run starts)
+        abandoned.value = 1
+        stopping.set()
         raise WorkerDied("a sweep worker process died (killed, or out of memory): the runs in flight stopped "
                          "with it, those finished are recorded") from None
     pool.shutdown()

@@ -39,6 +39,7 @@ def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_res
     assert workers
     everyone = workers + [c for w in workers for c in _children(w)]
     os.kill(workers[0], signal.SIGKILL)
+    started = {p.name for p in out.glob("runs/*")}
     try:
         err = proc.communicate(timeout=60)[1]
     except subprocess.TimeoutExpired:
@@ -49,6 +50,7 @@ def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_res
     assert "a sweep worker process died" in lines[0] and "resume with: rlkit sweep" in lines[0]
     time.sleep(1.0)
     assert not [pid for pid in everyone if _alive(pid)]
+    assert {p.name for p in out.glob("runs/*")} == started  # no queued run started after the death
     again = shlex.split(lines[0].split("resume with: ", 1)[1])
     assert again[:3] == ["rlkit", "sweep", spec]
     done = subprocess.run([sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
@@ -56,3 +58,30 @@ def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_res
     assert done.returncode == 0, done.stderr
     results = [json.loads(p.read_text()) for p in out.glob("runs/*/result.json")]
     assert len(results) == len(list(out.glob("runs/*"))) >= 2
+
+
+WAITS_FOR_EVER = """
+import sys, threading, time
+from rlkit.ablation import runner
+import ctypes
+stopping, abandoned = threading.Event(), ctypes.c_byte(0)
+runner._init_worker(stopping, abandoned)
+def run():
+    with runner._IN_RUN:
+        time.sleep(float(sys.argv[1]))
+threading.Thread(target=run).start()
+time.sleep(0.2)
+print("abandoned", flush=True)
+abandoned.value = 1
+threading.Event().wait()
+"""
+
+
+@pytest.mark.parametrize("run_seconds", [0.0, 1.5])
+def test_a_worker_of_an_abandoned_pool_exits_once_its_run_has_stopped(run_seconds):
+    # Python >= 3.12 sends a broken pool's workers no "exit" item: the worker must not wait for one.
+    start = time.time()
+    done = subprocess.run([sys.executable, "-c", WAITS_FOR_EVER, str(run_seconds)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 1 and done.stdout == "abandoned\n", done.stderr
+    assert time.time() - start >= run_seconds  # not before the run in flight had stopped
