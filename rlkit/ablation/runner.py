@@ -81,7 +81,7 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
     root = Path(sweep_dir)
     run_dir = root / "runs" / run.name
     status = root / "status" / f"{run.name}.json"
-    if _STOPPING is not None and _STOPPING.is_set():  # queued before the sweep was stopped
+    if _STOPPING is not None and _STOPPING.value:  # queued before the sweep was stopped
         return {"name": run.name, "status": "interrupted", "error": None, "result": None}
     start = time.perf_counter()
     with _IN_RUN, _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
@@ -103,7 +103,7 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
     process; its output goes to the first run's log, the others' logs say so. A member that fails
     is recorded as failed, the others go on."""
     root = Path(sweep_dir)
-    if _STOPPING is not None and _STOPPING.is_set():
+    if _STOPPING is not None and _STOPPING.value:
         return [{"name": run.name, "status": "interrupted", "error": None, "result": None} for run in runs]
     first = root / "logs" / f"{runs[0].name}.log"
     for run in runs[1:]:
@@ -189,7 +189,9 @@ def _one_thread() -> None:
 
 
 _STOPPING: Any = None
-"""In a pool worker: the sweep's "stopping" event (set before it signals the runs in flight)."""
+"""In a pool worker: the sweep's "stopping" flag (set before it signals the runs in flight). The
+sweep's flags are lock-free shared bytes: a worker killed while holding a multiprocessing lock
+(an ``Event``'s) would block the sweep's next ``set()`` for ever."""
 _IN_RUN = threading.Lock()
 """In a pool worker: held while a run (or a pack) trains."""
 
@@ -216,7 +218,7 @@ def _exit_when_abandoned(abandoned: Any) -> None:
     """A broken pool's executor terminates its workers (SIGTERM: a run stops after its update in
     flight, or at once on a second) but from Python 3.12 on sends them no "exit" item: a worker
     whose run has stopped would wait for the next one for ever, and the sweep with it."""
-    while not abandoned.value:  # polled: a waiter killed in an Event's wait() would block its set() for ever
+    while not abandoned.value:
         time.sleep(0.05)
     _IN_RUN.acquire()  # the run in flight, if any, has stopped (interrupted: it resumes from its checkpoint)
     os._exit(1)
@@ -245,7 +247,7 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
     and passes SIGINT to the runs in flight, which checkpoint after their current update and stop;
     then KeyboardInterrupt."""
     context = pool_context()
-    stopping, abandoned = context.Event(), context.RawValue("b", 0)
+    stopping, abandoned = context.RawValue("b", 0), context.RawValue("b", 0)
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                initargs=(stopping, abandoned, sweep_env_specs(runs)))
     try:
@@ -259,12 +261,12 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
                     for one in outcome if isinstance(outcome, list) else [outcome]:
                         done(one)
     except KeyboardInterrupt:
-        stopping.set()
+        stopping.value = 1
         _stop_in_flight(pool)
         raise
     except BrokenProcessPool:  # the pool's other workers are stopped with it and exit (no queued run starts)
         abandoned.value = 1
-        stopping.set()
+        stopping.value = 1
         raise WorkerDied("a sweep worker process died (killed, or out of memory): the runs in flight stopped "
                          "with it, those finished are recorded") from None
     pool.shutdown()

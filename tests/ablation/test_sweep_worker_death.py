@@ -64,7 +64,7 @@ WAITS_FOR_EVER = """
 import sys, threading, time
 from rlkit.ablation import runner
 import ctypes
-stopping, abandoned = threading.Event(), ctypes.c_byte(0)
+stopping, abandoned = ctypes.c_byte(0), ctypes.c_byte(0)
 runner._init_worker(stopping, abandoned)
 def run():
     with runner._IN_RUN:
