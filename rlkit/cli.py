@@ -270,7 +270,10 @@ def _sweep(argv: list[str]) -> int:
     if summary.failed:
         print(f"rlkit: {summary.failed} run(s) failed or not counted; runs.csv's error column and logs/ in "
               f"{summary.sweep_dir} say why (--retry-failed runs the failed ones again)", file=sys.stderr)
-    return 1 if summary.failed else 0
+    if summary.missing:  # a signal to a run's own process stopped it (checkpointed): not a failure, not done
+        print(f"rlkit: {summary.missing} run(s) stopped unfinished (a signal to the run's own process); the same "
+              "command resumes them", file=sys.stderr)
+    return 1 if summary.failed or summary.missing else 0
 
 
 def _report(argv: list[str]) -> int:

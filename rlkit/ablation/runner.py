@@ -84,17 +84,18 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
     if _STOPPING is not None and _STOPPING.value:  # queued before the sweep was stopped
         return {"name": run.name, "status": "interrupted", "error": None, "result": None}
     start = time.perf_counter()
-    with _IN_RUN, _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
-        try:
-            result = _train(run, run_dir)
-        except KeyboardInterrupt:  # the sweep is stopping: the run resumes next time from its checkpoint
-            return {"name": run.name, "status": "interrupted", "error": None, "result": None}
-        except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
-            error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
-            write_json(status, {"status": "failed", "error": error})
-            return {"name": run.name, "status": "failed", "error": error, "result": None}
-    seconds = time.perf_counter() - start  # in the worker: env creation, training, evaluation, files
-    write_json(status, {"status": "done", "seconds": seconds})
+    with _IN_RUN:  # until its status is written: an abandoned worker exits between runs only
+        with _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
+            try:
+                result = _train(run, run_dir)
+            except KeyboardInterrupt:  # the sweep is stopping: the run resumes next time from its checkpoint
+                return {"name": run.name, "status": "interrupted", "error": None, "result": None}
+            except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
+                error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
+                write_json(status, {"status": "failed", "error": error})
+                return {"name": run.name, "status": "failed", "error": error, "result": None}
+        seconds = time.perf_counter() - start  # in the worker: env creation, training, evaluation, files
+        write_json(status, {"status": "done", "seconds": seconds})
     return {"name": run.name, "status": "done", "error": None, "result": result}
 
 
@@ -111,22 +112,23 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
             log.write(f"trained in one process with {', '.join(r.name for r in runs if r is not run)}: "
                       f"the output is in {first.name}\n")
     start = time.perf_counter()
-    with _IN_RUN, _output_to(first), _interrupt_on(signal.SIGINT):
-        try:
-            members = _train_pack(runs, root / "runs")
-        except KeyboardInterrupt:
-            return [{"name": run.name, "status": "interrupted", "error": None, "result": None} for run in runs]
-        except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
-            error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
-            members = {run.name: (None, error) for run in runs}
-    seconds = time.perf_counter() - start
-    outcomes = []
-    for run in runs:
-        result, error = members.get(run.name, (None, "not trained by its pack"))
-        status = "done" if result is not None else "failed"
-        write_json(root / "status" / f"{run.name}.json",
-                   {"status": status, "seconds": seconds} if result is not None else {"status": status, "error": error})
-        outcomes.append({"name": run.name, "status": status, "error": error, "result": result})
+    with _IN_RUN:  # until the statuses are written (see execute)
+        with _output_to(first), _interrupt_on(signal.SIGINT):
+            try:
+                members = _train_pack(runs, root / "runs")
+            except KeyboardInterrupt:
+                return [{"name": run.name, "status": "interrupted", "error": None, "result": None} for run in runs]
+            except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
+                error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
+                members = {run.name: (None, error) for run in runs}
+        seconds = time.perf_counter() - start
+        outcomes = []
+        for run in runs:
+            result, error = members.get(run.name, (None, "not trained by its pack"))
+            status = "done" if result is not None else "failed"
+            write_json(root / "status" / f"{run.name}.json", {"status": status, "seconds": seconds}
+                       if result is not None else {"status": status, "error": error})
+            outcomes.append({"name": run.name, "status": status, "error": error, "result": result})
     return outcomes
 
 
@@ -207,6 +209,7 @@ def _init_worker(stopping: Any = None, abandoned: Any = None, env_specs: Any = (
     register_missing(list(env_specs))
     _one_thread()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the sweep's handler a forked worker inherits
     with contextlib.suppress(OSError):
         os.setsid()
     die_with_owner()
@@ -262,22 +265,29 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
                         done(one)
     except KeyboardInterrupt:
         stopping.value = 1
-        _stop_in_flight(pool)
+        if _stop_in_flight(pool, abandoned):
+            raise _worker_died() from None
         raise
     except BrokenProcessPool:  # the pool's other workers are stopped with it and exit (no queued run starts)
         abandoned.value = 1
         stopping.value = 1
-        raise WorkerDied("a sweep worker process died (killed, or out of memory): the runs in flight stopped "
-                         "with it, those finished are recorded") from None
+        raise _worker_died() from None
     pool.shutdown()
+
+
+def _worker_died() -> WorkerDied:
+    return WorkerDied("a sweep worker process died (killed, or out of memory): the runs in flight stopped "
+                      "with it, those finished are recorded")
 
 
 class WorkerDied(RlkitError):
     """A pool worker died under a run (SIGKILL, the OOM killer); the sweep stops, resumable."""
 
 
-def _stop_in_flight(pool: ProcessPoolExecutor) -> None:
-    """Cancel the queued runs, ask the running ones to checkpoint and stop, and wait for them."""
+def _stop_in_flight(pool: ProcessPoolExecutor, abandoned: Any) -> bool:
+    """Cancel the queued runs, ask the running ones to checkpoint and stop, and wait for them.
+    Whether a worker died meanwhile (the pool broke: its workers are then told to exit once their
+    runs have stopped, see :func:`_exit_when_abandoned`)."""
     processes = list(getattr(pool, "_processes", {}).values())  # the executor's worker processes
     pool.shutdown(wait=False, cancel_futures=True)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C while they finish is ignored
@@ -286,9 +296,13 @@ def _stop_in_flight(pool: ProcessPoolExecutor) -> None:
             with contextlib.suppress(ProcessLookupError, OSError, ValueError):
                 os.kill(process.pid, signal.SIGINT)
         for process in processes:
-            process.join()
+            while process.is_alive():
+                process.join(0.1)
+                if getattr(pool, "_broken", False):  # set by the executor once a worker has died
+                    abandoned.value = 1
     finally:
         signal.signal(signal.SIGINT, previous)
+    return bool(getattr(pool, "_broken", False))
 
 
 @contextlib.contextmanager

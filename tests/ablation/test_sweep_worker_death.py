@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.ablation.test_hostile_sweeps import ROOT, SLOW, _children, spec_file
+from tests.ablation.test_hostile_sweeps import BASE, ROOT, SLOW, _children, spec_file
+
+LONG_UPDATES = {**BASE, "seeds": 2, "total_steps": 400_000, "num_envs": 4, "num_steps": 2048, "update_epochs": 10,
+                "checkpoint_every": 8192, "eval_every": 0, "eval_episodes": 2}
 
 
 def _pool_workers(pid):
@@ -85,3 +88,75 @@ def test_a_worker_of_an_abandoned_pool_exits_once_its_run_has_stopped(run_second
                           text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == "abandoned\n", done.stderr
     assert time.time() - start >= run_seconds  # not before the run in flight had stopped
+
+
+def _run_of(worker):
+    """The run whose TensorBoard events file the worker holds open."""
+    for fd in Path(f"/proc/{worker}/fd").iterdir():
+        with __import__("contextlib").suppress(OSError):
+            target = Path(os.readlink(fd))
+            if "events.out.tfevents" in target.name:
+                return target.parent.name
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_killed_while_ctrl_c_stops_the_sweep_is_reported_and_nothing_hangs(tmp_path):
+    # Each update is long (8192 steps, 10 epochs): the kill lands while its run finishes the update.
+    spec, out = spec_file(tmp_path, LONG_UPDATES), tmp_path / "out"
+    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
+        time.sleep(0.01)
+    (first,) = {p.parent.parent.name for p in out.glob("runs/*/checkpoints/update-*")}
+    workers = _pool_workers(proc.pid)
+    (victim,) = [w for w in workers if _run_of(w) == first]  # its next update has just begun
+    everyone = workers + [c for w in workers for c in _children(w)]
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.05)
+    os.kill(victim, signal.SIGKILL)
+    try:
+        err = proc.communicate(timeout=90)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the sweep did not stop")
+    lines = [line for line in err.strip().splitlines() if line.startswith("rlkit: error:")]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "a sweep worker process died" in lines[0] and "resume with: rlkit sweep" in lines[0]
+    time.sleep(1.0)
+    assert not [pid for pid in everyone if _alive(pid)]
+    assert not list(out.glob("status/*.json"))  # neither run recorded as failed (nor done)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path):
+    spec = {**SLOW, "seeds": 1, "variants": {"short": {"total_steps": 1024}, "long": {}}}
+    spec, out = spec_file(tmp_path, spec), tmp_path / "out"
+    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(out.glob("runs/short*/result.json")) and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.5)  # the short run's worker is back waiting for work
+    (busy,) = [w for w in _pool_workers(proc.pid) if (_run_of(w) or "").startswith("long")]
+    os.kill(busy, signal.SIGKILL)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_run_stopped_by_a_signal_to_its_worker_leaves_the_sweep_unfinished_and_says_so(tmp_path):
+    spec, out = spec_file(tmp_path, {**SLOW, "seeds": 2}), tmp_path / "out"
+    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
+        time.sleep(0.02)
+    os.kill(_pool_workers(proc.pid)[0], signal.SIGTERM)  # its run checkpoints and stops; the worker lives on
+    err = proc.communicate(timeout=120)[1]
+    assert proc.returncode == 1 and "1 run(s) stopped unfinished" in err, err
+    assert len(list(out.glob("runs/*/result.json"))) == 1
