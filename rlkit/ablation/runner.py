@@ -37,7 +37,7 @@ from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
 from rlkit.io.process import die_with_owner
-from rlkit.io.progress import progress_bar
+from rlkit.io.progress import progress_bar, thread_lock_only
 
 Outcome = dict[str, Any]
 """``{"name", "status": "done" | "failed" | "interrupted", "error", "result"}`` of one run."""
@@ -208,6 +208,7 @@ def _init_worker(stopping: Any = None, abandoned: Any = None, env_specs: Any = (
     _STOPPING = stopping
     register_missing(list(env_specs))
     _one_thread()
+    thread_lock_only()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the sweep's handler a forked worker inherits
     with contextlib.suppress(OSError):

@@ -130,11 +130,17 @@ def test_a_worker_killed_while_ctrl_c_stops_the_sweep_is_reported_and_nothing_ha
     assert not list(out.glob("status/*.json"))  # neither run recorded as failed (nor done)
 
 
+WITH_START_METHOD = ("import multiprocessing, sys; from rlkit.ablation import runner; start = sys.argv.pop(1); "
+                     "runner.pool_context = lambda: multiprocessing.get_context(start); "
+                     "from rlkit.cli import main; sys.exit(main(sys.argv[1:]))")
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path):
+@pytest.mark.parametrize("start", ["fork", "spawn"])  # spawn: where CUDA is in reach
+def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
     spec = {**SLOW, "seeds": 1, "variants": {"short": {"total_steps": 1024}, "long": {}}}
     spec, out = spec_file(tmp_path, spec), tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
+    cmd = [sys.executable, "-c", WITH_START_METHOD, start,
            "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
