@@ -22,6 +22,40 @@ def _pool_workers(pid):
     return [c for c in _children(pid) if b"resource_tracker" not in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
+CLI = "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
+WITH_START_METHOD = ("import multiprocessing, sys; from rlkit.ablation import runner; start = sys.argv.pop(1); "
+                     "runner.pool_context = lambda: multiprocessing.get_context(start); " + CLI.split("; ", 1)[1])
+
+
+def _sweep_until(tmp_path, spec, pattern, seconds=120, start=None):
+    """A two-worker sweep of ``spec`` (``--pack 1``; ``start``: the pool's start method), once a
+    file matching ``pattern`` exists under its directory: (process, spec path, sweep directory)."""
+    path, out = spec_file(tmp_path, spec), tmp_path / "out"
+    code = [WITH_START_METHOD, start] if start else [CLI]
+    proc = subprocess.Popen([sys.executable, "-c", *code, "sweep", path, "--out", str(out), "--workers", "2",
+                             "--pack", "1"], cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + seconds
+    while not list(out.glob(pattern)) and time.time() < deadline:
+        time.sleep(0.01)
+    return proc, path, out
+
+
+def _died_in_one_line(proc, everyone):
+    """The sweep's one error line, once it has stopped (exit 2, no traceback) on a worker's death
+    and none of ``everyone`` (its workers and theirs) is left."""
+    try:
+        err = proc.communicate(timeout=90)[1]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the sweep did not stop after one of its workers was killed")
+    lines = [line for line in err.strip().splitlines() if line.startswith("rlkit: error:")]
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert "a sweep worker process died" in lines[0] and "resume with: rlkit sweep" in lines[0]
+    time.sleep(1.0)
+    assert not [pid for pid in everyone if _alive(pid)]
+    return lines[0]
+
+
 def _alive(pid):
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
@@ -31,30 +65,15 @@ def _alive(pid):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_resumes(tmp_path):
-    spec, out = spec_file(tmp_path, SLOW), tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
-        time.sleep(0.02)
+    proc, spec, out = _sweep_until(tmp_path, SLOW, "runs/*/checkpoints/update-*")
     workers = _pool_workers(proc.pid)
     assert workers
     everyone = workers + [c for w in workers for c in _children(w)]
     os.kill(workers[0], signal.SIGKILL)
     started = {p.name for p in out.glob("runs/*")}
-    try:
-        err = proc.communicate(timeout=60)[1]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise AssertionError("the sweep did not stop after one of its workers was killed")
-    lines = [line for line in err.strip().splitlines() if line.startswith("rlkit: error:")]
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in err, err
-    assert "a sweep worker process died" in lines[0] and "resume with: rlkit sweep" in lines[0]
-    time.sleep(1.0)
-    assert not [pid for pid in everyone if _alive(pid)]
+    line = _died_in_one_line(proc, everyone)
     assert {p.name for p in out.glob("runs/*")} == started  # no queued run started after the death
-    again = shlex.split(lines[0].split("resume with: ", 1)[1])
+    again = shlex.split(line.split("resume with: ", 1)[1])
     assert again[:3] == ["rlkit", "sweep", spec]
     done = subprocess.run([sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
                            *again[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -103,13 +122,7 @@ def _run_of(worker):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_worker_killed_while_ctrl_c_stops_the_sweep_is_reported_and_nothing_hangs(tmp_path):
     # Each update is long (8192 steps, 10 epochs): the kill lands while its run finishes the update.
-    spec, out = spec_file(tmp_path, LONG_UPDATES), tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 180
-    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
-        time.sleep(0.01)
+    proc, spec, out = _sweep_until(tmp_path, LONG_UPDATES, "runs/*/checkpoints/update-*", seconds=180)
     (first,) = {p.parent.parent.name for p in out.glob("runs/*/checkpoints/update-*")}
     workers = _pool_workers(proc.pid)
     (victim,) = [w for w in workers if _run_of(w) == first]  # its next update has just begun
@@ -117,35 +130,15 @@ def test_a_worker_killed_while_ctrl_c_stops_the_sweep_is_reported_and_nothing_ha
     os.kill(proc.pid, signal.SIGINT)
     time.sleep(0.05)
     os.kill(victim, signal.SIGKILL)
-    try:
-        err = proc.communicate(timeout=90)[1]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise AssertionError("the sweep did not stop")
-    lines = [line for line in err.strip().splitlines() if line.startswith("rlkit: error:")]
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in err, err
-    assert "a sweep worker process died" in lines[0] and "resume with: rlkit sweep" in lines[0]
-    time.sleep(1.0)
-    assert not [pid for pid in everyone if _alive(pid)]
+    _died_in_one_line(proc, everyone)
     assert not list(out.glob("status/*.json"))  # neither run recorded as failed (nor done)
-
-
-WITH_START_METHOD = ("import multiprocessing, sys; from rlkit.ablation import runner; start = sys.argv.pop(1); "
-                     "runner.pool_context = lambda: multiprocessing.get_context(start); "
-                     "from rlkit.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("start", ["fork", "spawn"])  # spawn: where CUDA is in reach
 def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
     spec = {**SLOW, "seeds": 1, "variants": {"short": {"total_steps": 1024}, "long": {}}}
-    spec, out = spec_file(tmp_path, spec), tmp_path / "out"
-    cmd = [sys.executable, "-c", WITH_START_METHOD, start,
-           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not list(out.glob("runs/short*/result.json")) and time.time() < deadline:
-        time.sleep(0.02)
+    proc, spec, out = _sweep_until(tmp_path, spec, "runs/short*/result.json", start=start)
     time.sleep(0.5)  # the short run's worker is back waiting for work
     (busy,) = [w for w in _pool_workers(proc.pid) if (_run_of(w) or "").startswith("long")]
     os.kill(busy, signal.SIGKILL)
@@ -155,13 +148,7 @@ def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_run_stopped_by_a_signal_to_its_worker_leaves_the_sweep_unfinished_and_says_so(tmp_path):
-    spec, out = spec_file(tmp_path, {**SLOW, "seeds": 2}), tmp_path / "out"
-    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2", "--pack", "1"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
-        time.sleep(0.02)
+    proc, spec, out = _sweep_until(tmp_path, {**SLOW, "seeds": 2}, "runs/*/checkpoints/update-*")
     os.kill(_pool_workers(proc.pid)[0], signal.SIGTERM)  # its run checkpoints and stops; the worker lives on
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 1 and "1 run(s) stopped unfinished" in err, err
