@@ -36,7 +36,7 @@ from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 from rlkit.io.files import read_json, write_json
-from rlkit.io.process import die_with_owner
+from rlkit.io.process import CHECK_SECONDS, die_with_owner
 from rlkit.io.progress import progress_bar, thread_lock_only
 
 Outcome = dict[str, Any]
@@ -222,8 +222,8 @@ def _exit_when_abandoned(abandoned: Any) -> None:
     """A broken pool's executor terminates its workers (SIGTERM: a run stops after its update in
     flight, or at once on a second) but from Python 3.12 on sends them no "exit" item: a worker
     whose run has stopped would wait for the next one for ever, and the sweep with it."""
-    while not abandoned.value:
-        time.sleep(0.05)
+    while not abandoned.value:  # looked at as often as die_with_owner looks at the sweep
+        time.sleep(CHECK_SECONDS)
     _IN_RUN.acquire()  # the run in flight, if any, has stopped (interrupted: it resumes from its checkpoint)
     os._exit(1)
 
