@@ -149,7 +149,11 @@ def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_run_stopped_by_a_signal_to_its_worker_leaves_the_sweep_unfinished_and_says_so(tmp_path):
     proc, spec, out = _sweep_until(tmp_path, {**SLOW, "seeds": 2}, "runs/*/checkpoints/update-*")
-    os.kill(_pool_workers(proc.pid)[0], signal.SIGTERM)  # its run checkpoints and stops; the worker lives on
+    first = next(out.glob("runs/*/checkpoints/update-*")).parent.parent.name
+    # The worker whose run has checkpointed is inside it: the other may not have begun its run yet,
+    # and a SIGTERM there (the default action) is a worker's death, not a run's stop.
+    (victim,) = [w for w in _pool_workers(proc.pid) if _run_of(w) == first]
+    os.kill(victim, signal.SIGTERM)  # its run checkpoints and stops; the worker lives on
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 1 and "1 run(s) stopped unfinished" in err, err
     assert len(list(out.glob("runs/*/result.json"))) == 1
