@@ -40,6 +40,12 @@ def _sweep_until(tmp_path, spec, pattern, seconds=120, start=None):
     return proc, path, out
 
 
+def _wait_for(condition, seconds=120):
+    deadline = time.time() + seconds
+    while not condition() and time.time() < deadline:
+        time.sleep(0.01)
+
+
 def _died_in_one_line(proc, everyone):
     """The sweep's one error line, once it has stopped (exit 2, no traceback) on a worker's death
     and none of ``everyone`` (its workers and theirs) is left."""
@@ -66,6 +72,9 @@ def _alive(pid):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_resumes(tmp_path):
     proc, spec, out = _sweep_until(tmp_path, SLOW, "runs/*/checkpoints/update-*")
+    # Both workers inside a run (a busy machine may start the second late): the runs still queued
+    # are those that must not start after the death.
+    _wait_for(lambda: len({p.parent.parent.name for p in out.glob("runs/*/checkpoints/update-*")}) == 2)
     workers = _pool_workers(proc.pid)
     assert workers
     everyone = workers + [c for w in workers for c in _children(w)]
@@ -140,7 +149,11 @@ def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
     spec = {**SLOW, "seeds": 1, "variants": {"short": {"total_steps": 1024}, "long": {}}}
     proc, spec, out = _sweep_until(tmp_path, spec, "runs/short*/result.json", start=start)
     time.sleep(0.5)  # the short run's worker is back waiting for work
-    (busy,) = [w for w in _pool_workers(proc.pid) if (_run_of(w) or "").startswith("long")]
+    def in_long():
+        return [w for w in _pool_workers(proc.pid) if (_run_of(w) or "").startswith("long")]
+
+    _wait_for(in_long)  # a busy machine may start the long run late
+    (busy,) = in_long()
     os.kill(busy, signal.SIGKILL)
     err = proc.communicate(timeout=60)[1]
     assert proc.returncode == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
