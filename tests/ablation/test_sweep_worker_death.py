@@ -1,6 +1,7 @@
 """A pool worker killed under a run (SIGKILL, the OOM killer): the sweep stops in one line that
 says how to resume, leaves no process behind, and the same command finishes the rest."""
 
+import contextlib
 import json
 import os
 import shlex
@@ -34,9 +35,7 @@ def _sweep_until(tmp_path, spec, pattern, seconds=120, start=None):
     code = [WITH_START_METHOD, start] if start else [CLI]
     proc = subprocess.Popen([sys.executable, "-c", *code, "sweep", path, "--out", str(out), "--workers", "2",
                              "--pack", "1"], cwd=ROOT, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + seconds
-    while not list(out.glob(pattern)) and time.time() < deadline:
-        time.sleep(0.01)
+    _wait_for(lambda: list(out.glob(pattern)), seconds)
     return proc, path, out
 
 
@@ -84,8 +83,7 @@ def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_res
     assert {p.name for p in out.glob("runs/*")} == started  # no queued run started after the death
     again = shlex.split(line.split("resume with: ", 1)[1])
     assert again[:3] == ["rlkit", "sweep", spec]
-    done = subprocess.run([sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-                           *again[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", CLI, *again[1:]], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     results = [json.loads(p.read_text()) for p in out.glob("runs/*/result.json")]
     assert len(results) == len(list(out.glob("runs/*"))) >= 2
@@ -121,20 +119,26 @@ def test_a_worker_of_an_abandoned_pool_exits_once_its_run_has_stopped(run_second
 def _run_of(worker):
     """The run whose TensorBoard events file the worker holds open."""
     for fd in Path(f"/proc/{worker}/fd").iterdir():
-        with __import__("contextlib").suppress(OSError):
+        with contextlib.suppress(OSError):
             target = Path(os.readlink(fd))
             if "events.out.tfevents" in target.name:
                 return target.parent.name
     return None
 
 
+def _worker_of_a_checkpointed_run(proc, out):
+    """The pool worker inside a run that has checkpointed (either, when both have)."""
+    first = next(out.glob("runs/*/checkpoints/update-*")).parent.parent.name
+    (worker,) = [w for w in _pool_workers(proc.pid) if _run_of(w) == first]
+    return worker
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_worker_killed_while_ctrl_c_stops_the_sweep_is_reported_and_nothing_hangs(tmp_path):
     # Each update is long (8192 steps, 10 epochs): the kill lands while its run finishes the update.
     proc, spec, out = _sweep_until(tmp_path, LONG_UPDATES, "runs/*/checkpoints/update-*", seconds=180)
-    first = next(out.glob("runs/*/checkpoints/update-*")).parent.parent.name  # both may have one by now
     workers = _pool_workers(proc.pid)
-    (victim,) = [w for w in workers if _run_of(w) == first]  # its next update has just begun
+    victim = _worker_of_a_checkpointed_run(proc, out)  # its next update has just begun
     everyone = workers + [c for w in workers for c in _children(w)]
     os.kill(proc.pid, signal.SIGINT)
     time.sleep(0.05)
@@ -149,6 +153,7 @@ def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
     spec = {**SLOW, "seeds": 1, "variants": {"short": {"total_steps": 1024}, "long": {}}}
     proc, spec, out = _sweep_until(tmp_path, spec, "runs/short*/result.json", start=start)
     time.sleep(0.5)  # the short run's worker is back waiting for work
+
     def in_long():
         return [w for w in _pool_workers(proc.pid) if (_run_of(w) or "").startswith("long")]
 
@@ -162,11 +167,9 @@ def test_an_idle_worker_stops_quietly_when_another_dies(tmp_path, start):
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_run_stopped_by_a_signal_to_its_worker_leaves_the_sweep_unfinished_and_says_so(tmp_path):
     proc, spec, out = _sweep_until(tmp_path, {**SLOW, "seeds": 2}, "runs/*/checkpoints/update-*")
-    first = next(out.glob("runs/*/checkpoints/update-*")).parent.parent.name
-    # The worker whose run has checkpointed is inside it: the other may not have begun its run yet,
-    # and a SIGTERM there (the default action) is a worker's death, not a run's stop.
-    (victim,) = [w for w in _pool_workers(proc.pid) if _run_of(w) == first]
-    os.kill(victim, signal.SIGTERM)  # its run checkpoints and stops; the worker lives on
+    # The other worker may not have begun its run yet, and a SIGTERM there (the default action) is
+    # a worker's death, not a run's stop.
+    os.kill(_worker_of_a_checkpointed_run(proc, out), signal.SIGTERM)  # its run checkpoints and stops; the worker lives on
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 1 and "1 run(s) stopped unfinished" in err, err
     assert len(list(out.glob("runs/*/result.json"))) == 1
