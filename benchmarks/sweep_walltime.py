@@ -6,6 +6,9 @@ sweep resumed over several sessions gets the time it actually ran. The pool's es
 run's time alone, from one seed of its (variant, env) trained alone for ``--measure-steps`` (its
 eval cadence scaled along) and scaled to the full budget; a run the sweep ran alone (an SB3
 baseline) counts its own recorded seconds; the runs then go to ``--workers`` workers longest first.
+The packs' own recorded seconds, in the sweep's order on ``--workers`` workers, give its time where
+its events are not all on this machine (a sweep restored from kept records); the pool is compared
+with that.
 
     python benchmarks/sweep_walltime.py sweeps/outer_ppo_mujoco [--measure-steps 50000] [--write benchmarks/RESULTS.md]
 """
@@ -55,6 +58,27 @@ def alone_seconds(config: dict, steps: int) -> float:
         return (time.perf_counter() - start) / scale
 
 
+def recorded_seconds(sweep: Path, runs: list) -> list[float]:
+    """Each pack's (or lone run's) own recorded seconds, in the sweep's order: the members of a pack
+    share its seconds in their status files, so a (variant, env)'s distinct values are its packs.
+    A sweep restored from kept records (experiments/mujoco_recipes.sh) has these for every run but
+    TensorBoard events only for the runs this machine ran."""
+    groups: dict[tuple[str, str, str], set[float]] = {}
+    for run in runs:
+        status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
+        key = (run.variant, run.env, run.name if run.kind != "rlkit" else "")
+        groups.setdefault(key, set()).add(float(status["seconds"]))
+    return [s for values in groups.values() for s in sorted(values)]
+
+
+def in_order_seconds(durations: list[float], workers: int) -> float:
+    """Wall time of ``durations`` on ``workers`` workers in the given order, each to the first free one."""
+    free = [0.0] * workers
+    for d in durations:
+        heapq.heappush(free, heapq.heappop(free) + d)
+    return max(free)
+
+
 def pool_seconds(durations: list[float], workers: int) -> float:
     """Wall time of ``durations`` on ``workers`` workers, longest first to the first free worker."""
     free = [0.0] * workers
@@ -75,6 +99,7 @@ def main() -> None:
     manifest = json.loads((sweep / "manifest.json").read_text())
     runs = expand(manifest["spec"], str(sweep / "manifest.json"), manifest.get("budget")).runs
     ran, stops, stopped = active_seconds(event_times(sweep), args.gap)
+    packs = in_order_seconds(recorded_seconds(sweep, runs), args.workers)
     measured: dict[tuple[str, str], float] = {}
     durations = []
     for run in runs if args.measure_steps else []:
@@ -93,9 +118,11 @@ def main() -> None:
           f"--workers {args.workers}`  ",
           f"Machine: {platform.node()}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
-          "| runs | sweep ran (h) | stops left out (count, h) | pool estimate (h) | pool / sweep |",
-          "|---|---|---|---|---|",
-          f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {pool / 3600:.2f} | {pool / ran:.2f}× |",
+          "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) "
+          "| pool estimate (h) | pool / packs |",
+          "|---|---|---|---|---|---|",
+          f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {packs / 3600:.2f} | {pool / 3600:.2f} "
+          f"| {pool / packs:.2f}× |",
           "", "Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
           + "."], args.write)
 
