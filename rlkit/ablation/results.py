@@ -68,10 +68,10 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None, write:
         if stored.get("budget") != budget:
             raise ConfigError(f"{sweep_dir} holds a sweep of budget {stored.get('budget')!r}, not {budget!r}; "
                               "choose another --out")
-        before = _stored_runs(stored)
+        before = stored_runs(stored)
         same = {"spec": stored.get("spec"), "budget": stored.get("budget")} == _json(identity)
         changed = {name: diff for name in sorted(before or {}) if name in runs
-                   and (diff := _difference(before[name], runs[name]))}  # type: ignore[index]
+                   and (diff := config_difference(before[name], runs[name]))}  # type: ignore[index]
         if changed:
             name, diff = next(iter(changed.items()))
             why = ("a preset changed since the sweep started" if same else
@@ -83,6 +83,7 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None, write:
                               "spec (or one that only adds variants, envs or seeds), or choose another --out")
         if not write:
             return
+        _make_folders(sweep_dir)  # a restored sweep (rlkit.ablation.records) or a deleted logs/ lacks some
         if not same:
             stored["extended_from"] = stored.get("extended_from", []) + [
                 {"spec": stored["spec"], "until": time.strftime("%Y-%m-%d %H:%M:%S")}]
@@ -94,12 +95,16 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None, write:
         raise ConfigError(f"{sweep_dir} exists and is not a sweep directory; choose another --out")
     if not write:
         return
-    for sub in ("runs", "logs", "status"):
-        (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
+    _make_folders(sweep_dir)
     write_json(manifest, {**identity, "name": spec.name, "created": time.strftime("%Y-%m-%d %H:%M:%S"),
                           "git_commit": _git_commit(), "python": platform.python_version(),
                           "machine": f"{platform.node()} {platform.machine()}", "packages": _versions(),
                           "runs": runs})
+
+
+def _make_folders(sweep_dir: Path) -> None:
+    for sub in ("runs", "logs", "status"):
+        (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
 
 
 def read_manifest(sweep_dir: Path) -> dict[str, Any]:
@@ -119,7 +124,7 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
+def stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
     """The stored runs' ``[kind, config]`` by name: from the manifest, or (manifests written before
     it kept them) the stored spec expanded with today's presets; None if that fails."""
     if isinstance(stored.get("runs"), dict):
@@ -131,7 +136,7 @@ def _stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
     return _json({run.name: [run.kind, run.config] for run in before.runs})
 
 
-def _difference(old: list[Any], new: list[Any]) -> str | None:
+def config_difference(old: list[Any], new: list[Any]) -> str | None:
     """The first difference between two runs' ``[kind, config]`` (None: the same run). A field
     one side lacks counts as its default, so a field added to rlkit since a sweep started (with a
     default that keeps the old behaviour) does not stop the sweep from resuming; where a default

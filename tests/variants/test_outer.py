@@ -118,7 +118,7 @@ def test_gradient_from_theta_is_refused_without_a_bias_and_named_with_one():
 
 
 def test_runs_and_sweeps_from_before_the_default_changed_keep_the_gradient_from_theta():
-    from rlkit.ablation.results import _difference
+    from rlkit.ablation.results import config_difference
     from rlkit.variants.migrate import migrate_config
 
     old = {k: v for k, v in rlkit.preset("cartpole", "outer-biased").to_dict().items() if k != "outer_grad_from"}
@@ -126,9 +126,9 @@ def test_runs_and_sweeps_from_before_the_default_changed_keep_the_gradient_from_
     plain = {**rlkit.preset("cartpole").to_dict(), "outer_grad_from": "theta"}  # recorded with the then-default
     assert "outer_grad_from" not in migrate_config(plain, "gym")  # it means nothing without a bias
     new = rlkit.preset("cartpole", "outer-biased").to_dict()
-    assert "outer_grad_from 'theta' -> 'start'" in _difference(["rlkit", old], ["rlkit", new])  # never mixed
-    assert _difference(["rlkit", old], ["rlkit", {**new, "outer_grad_from": "theta"}]) is None  # pinned: resumes
-    assert _difference(["rlkit", plain], ["rlkit", rlkit.preset("cartpole").to_dict()]) is None
+    assert "outer_grad_from 'theta' -> 'start'" in config_difference(["rlkit", old], ["rlkit", new])  # never mixed
+    assert config_difference(["rlkit", old], ["rlkit", {**new, "outer_grad_from": "theta"}]) is None  # pinned: resumes
+    assert config_difference(["rlkit", plain], ["rlkit", rlkit.preset("cartpole").to_dict()]) is None
 
 
 def test_update_form_bias_works_without_momentum():
