@@ -30,7 +30,8 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
-       rlkit report SWEEP_DIR [--baseline VARIANT] [--metric final|auc] [--normalize none|minmax]"""
+       rlkit report SWEEP_DIR [--baseline VARIANT] [--metric final|auc] [--normalize none|minmax]
+       rlkit records keep SWEEP_DIR RECORDS_DIR | rlkit records restore RECORDS_DIR SWEEP_DIR"""
 
 
 class Parser(argparse.ArgumentParser):
@@ -290,6 +291,21 @@ def _report(argv: list[str]) -> int:
     return 0
 
 
+def _records(argv: list[str]) -> int:
+    parser = Parser(prog="rlkit records", description="A sweep's finished runs as records (its manifest, each "
+                    "finished run's result.json and status): keep copies them out of a sweep directory, restore "
+                    "into one (rlkit sweep then runs only the rest). Nothing is overwritten.")
+    parser.add_argument("action", choices=["keep", "restore"])
+    parser.add_argument("source", help="keep: the sweep directory; restore: the records directory")
+    parser.add_argument("destination", help="keep: the records directory; restore: the sweep directory")
+    args = parser.parse_args(argv)
+    from rlkit.ablation.records import keep_records, restore_records
+
+    copy = keep_records if args.action == "keep" else restore_records
+    print(json.dumps(copy(args.source, args.destination).to_json()))
+    return 0
+
+
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
     from rlkit.core.loop import Interrupted
@@ -316,6 +332,9 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
               file=sys.stderr)
     elif command == "eval":
         print("rlkit: interrupted; nothing was written", file=sys.stderr)
+    elif command == "records":
+        print("rlkit: interrupted; every file copied so far is whole; run the same command again to finish",
+              file=sys.stderr)
     else:
         print("rlkit: interrupted; the newest checkpoint in the run directory (if any) is intact", file=sys.stderr)
     return 128 + signum
@@ -346,7 +365,8 @@ def _usage(ok: bool) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm, "sweep": _sweep, "report": _report}
+    commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm, "sweep": _sweep, "report": _report,
+                "records": _records}
     logging.basicConfig(format="rlkit: %(message)s", level=logging.WARNING)
     if argv[:1] in (["-h"], ["--help"]) or not argv or argv[0] not in commands:
         return _usage(ok=argv[:1] in (["-h"], ["--help"]))
