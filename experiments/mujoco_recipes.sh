@@ -1,65 +1,64 @@
 #!/usr/bin/env bash
-# The two 1M-step, 10-seed MuJoCo recipes, run over many sittings on a machine whose disk may not
-# outlive the sitting: the finished runs' records are kept in the repository and restored into
-# the sweep directory before the sweep resumes, so only the runs in flight are ever lost.
+# The two 1M-step, 10-seed MuJoCo recipes, run over many sessions on a machine whose disk may not
+# outlive a session: the finished runs' records (`rlkit records`, docs/ablation.md) are kept in
+# the repository and restored into the sweep directory before the sweep resumes, so only the runs
+# in flight when the machine goes are run again.
 #
-#   experiments/mujoco_recipes.sh run    restore the kept records into sweeps/, then run (or resume)
-#                                        experiments/outer_ppo/mujoco.toml and, once it has finished,
-#                                        experiments/hp3o/mujoco.toml; output in sweeps/<name>.log
-#   experiments/mujoco_recipes.sh keep   copy each finished run's records into
-#                                        experiments/<paper>/mujoco_runs/ (then commit them)
-#   experiments/mujoco_recipes.sh restore   only the restoring step of run
+#   experiments/mujoco_recipes.sh run [FLAGS]  restore the kept records into sweeps/<paper>_mujoco, then
+#                                              run (or resume) experiments/outer_ppo/mujoco.toml and then
+#                                              experiments/hp3o/mujoco.toml (FLAGS go to rlkit sweep, e.g.
+#                                              --retry-failed); output in sweeps/<paper>_mujoco.log
+#   experiments/mujoco_recipes.sh keep         the finished runs' records -> experiments/<paper>/mujoco_runs/
+#                                              (then commit them); safe while a sweep runs
+#   experiments/mujoco_recipes.sh restore      only the restoring step of run
 #
-# A kept run is its result.json (the evaluations and throughput that results.csv, runs.csv and
-# rlkit report read) and its status file, beside the sweep's manifest.json; its TensorBoard
-# events and checkpoints stay in sweeps/. Restoring copies only what the sweep directory lacks,
-# so nothing a sweep wrote is overwritten. RLKIT_SRC names the checkout whose code the sweeps run
-# (a detached worktree keeps edits to this one out of a running sweep); default: this checkout.
+# RLKIT_SRC names the checkout whose code and specs the sweeps run (a detached worktree at the
+# commit that started them keeps later edits to this checkout out); default: this checkout.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$(readlink -f "$0")")/.." || exit 2
 ROOT=$PWD
 SRC=${RLKIT_SRC:-$ROOT}
+if [ ! -d "$SRC/rlkit" ]; then
+    echo "$0: RLKIT_SRC=$SRC is not an rlkit checkout" >&2
+    exit 2
+fi
+SRC=$(cd "$SRC" && pwd)
 PAPERS="outer_ppo hp3o"
+RLKIT=${RLKIT:-$ROOT/.venv/bin/rlkit}
 
-restore() {  # restore <paper>: kept records -> sweeps/<paper>_mujoco, missing files only
-    local kept=experiments/$1/mujoco_runs sweep=sweeps/$1_mujoco
-    [ -f "$kept/manifest.json" ] || return 0
-    mkdir -p "$sweep"
-    (cd "$kept" && find . -type f -name '*.json' -print0) | while IFS= read -r -d '' file; do
-        [ -e "$sweep/$file" ] || { mkdir -p "$(dirname "$sweep/$file")" && cp "$kept/$file" "$sweep/$file"; }
-    done
+rlkit() { PYTHONPATH=$SRC "$RLKIT" "$@"; }
+
+restore() {  # restore PAPER: experiments/PAPER/mujoco_runs -> sweeps/PAPER_mujoco (never overwriting)
+    [ -e "experiments/$1/mujoco_runs" ] || return 0
+    rlkit records restore "experiments/$1/mujoco_runs" "sweeps/$1_mujoco"
 }
 
-keep() {  # keep <paper>: each finished run of sweeps/<paper>_mujoco -> experiments/<paper>/mujoco_runs
-    local kept=experiments/$1/mujoco_runs sweep=sweeps/$1_mujoco
-    [ -f "$sweep/manifest.json" ] || return 0
-    mkdir -p "$kept/runs" "$kept/status"
-    cp "$sweep/manifest.json" "$kept/manifest.json"
-    for result in "$sweep"/runs/*/result.json; do
-        [ -f "$result" ] || continue
-        local run
-        run=$(basename "$(dirname "$result")")
-        mkdir -p "$kept/runs/$run"
-        cp "$result" "$kept/runs/$run/result.json"
-        [ -f "$sweep/status/$run.json" ] && cp "$sweep/status/$run.json" "$kept/status/$run.json"
-    done
-    echo "$kept: $(find "$kept/runs" -name result.json | wc -l) finished runs kept"
+keep() {  # keep PAPER: sweeps/PAPER_mujoco -> experiments/PAPER/mujoco_runs
+    [ -e "sweeps/$1_mujoco" ] || return 0
+    rlkit records keep "sweeps/$1_mujoco" "experiments/$1/mujoco_runs"
 }
 
 case "${1:-}" in
     run)
-        mkdir -p sweeps
+        shift
+        mkdir -p sweeps || exit 2
+        failed=0
         for paper in $PAPERS; do
-            restore "$paper"
+            restore "$paper" || exit $?
             echo "--- $(date -u '+%F %T') rlkit sweep experiments/$paper/mujoco.toml (code: $SRC)" >> "sweeps/${paper}_mujoco.log"
-            PYTHONPATH=$SRC "$ROOT/.venv/bin/rlkit" sweep "$ROOT/experiments/$paper/mujoco.toml" \
-                --out "sweeps/${paper}_mujoco" >> "sweeps/${paper}_mujoco.log" 2>&1 || exit $?
-        done ;;
-    keep)
-        for paper in $PAPERS; do keep "$paper"; done ;;
-    restore)
-        for paper in $PAPERS; do restore "$paper"; done ;;
+            rlkit sweep "$SRC/experiments/$paper/mujoco.toml" --out "sweeps/${paper}_mujoco" "$@" \
+                >> "sweeps/${paper}_mujoco.log" 2>&1
+            rc=$?
+            # 1: some runs failed (recorded; --retry-failed runs them again): the next recipe still runs
+            [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || exit "$rc"
+            [ "$rc" -eq 0 ] || failed=1
+        done
+        exit "$failed" ;;
+    keep|restore)
+        status=0
+        for paper in $PAPERS; do "$1" "$paper" || status=$?; done
+        exit "$status" ;;
     *)
-        echo "usage: $0 run|keep|restore" >&2
+        echo "usage: $0 run [rlkit sweep flags] | keep | restore" >&2
         exit 2 ;;
 esac

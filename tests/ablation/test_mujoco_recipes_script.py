@@ -1,18 +1,19 @@
-"""experiments/mujoco_recipes.sh: the finished runs' records it keeps in the repository bring a
-new sweep directory back to the same state (every kept run done, the same tables), restoring never
-overwrites what a sweep wrote, and a run in flight is not kept."""
+"""experiments/mujoco_recipes.sh: keep and restore go through ``rlkit records`` for both recipes
+(a round trip restores the finished runs), run restores before it runs the two recipes in order
+with the flags given, goes on past failed runs but not past an interrupt, and bad input is refused."""
 
-import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from rlkit.ablation.results import write_tables
 from rlkit.ablation.sweep import plan, run_sweep
 
 ROOT = Path(__file__).parents[2]
+RLKIT = Path(sys.executable).parent / "rlkit"
 SPEC = """
 name = "t"
 envs = ["CartPole-v1"]
@@ -29,70 +30,84 @@ ppo = {}
 """
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    """A repository's layout with the script and one finished two-run sweep as outer_ppo's recipe."""
-    root = tmp_path_factory.mktemp("repo")
-    (root / "experiments").mkdir()
-    shutil.copy(ROOT / "experiments" / "mujoco_recipes.sh", root / "experiments")
-    spec = root / "spec.toml"
-    spec.write_text(SPEC)
-    run_sweep(str(spec), out=str(root / "sweeps" / "outer_ppo_mujoco"), workers=1, pack="1")
-    return root
+@pytest.fixture
+def repo(tmp_path):
+    """A repository's layout with the script."""
+    (tmp_path / "experiments").mkdir()
+    shutil.copy(ROOT / "experiments" / "mujoco_recipes.sh", tmp_path / "experiments")
+    return tmp_path
 
 
-def script(root: Path, command: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(root / "experiments" / "mujoco_recipes.sh"), command],
-                          capture_output=True, text=True, timeout=60)
+def script(root: Path, *args: str, rlkit: Path = RLKIT, src: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {**os.environ, "RLKIT": str(rlkit), "RLKIT_SRC": str(src)}
+    return subprocess.run(["bash", str(root / "experiments" / "mujoco_recipes.sh"), *args], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=root)
 
 
-def table(sweep: Path) -> str:
-    return (sweep / "runs.csv").read_text() + (sweep / "results.csv").read_text()
+@pytest.mark.skipif(not RLKIT.exists(), reason="needs the rlkit command beside this Python")
+def test_keep_then_restore_brings_both_recipes_finished_runs_back(repo):
+    (repo / "spec.toml").write_text(SPEC)
+    for paper in ("outer_ppo", "hp3o"):
+        run_sweep(str(repo / "spec.toml"), out=str(repo / "sweeps" / f"{paper}_mujoco"), workers=1, pack="1",
+                  progress=False)
+    kept = script(repo, "keep")
+    assert kept.returncode == 0, kept.stderr
+    assert kept.stdout.count('"copied": 2') == 2
+    shutil.rmtree(repo / "sweeps")
+    restored = script(repo, "restore")
+    assert restored.returncode == 0, restored.stderr
+    for paper in ("outer_ppo", "hp3o"):
+        _, _, states = plan(str(repo / "spec.toml"), str(repo / "sweeps" / f"{paper}_mujoco"))
+        assert [state for _, state in states] == ["done", "done"]
 
 
-def test_kept_records_restore_a_sweep_to_the_same_state(repo, tmp_path):
-    root = tmp_path / "repo"
-    shutil.copytree(repo, root)
-    sweep, kept = root / "sweeps" / "outer_ppo_mujoco", root / "experiments" / "outer_ppo" / "mujoco_runs"
-    spec_path = str(root / "spec.toml")
-    spec, _, states = plan(spec_path, str(sweep))
-    assert [state for _, state in states] == ["done", "done"]
-    write_tables(sweep, spec)
-    before = table(sweep)
-
-    kept_out = script(root, "keep")
-    assert kept_out.returncode == 0, kept_out.stderr
-    assert "2 finished runs kept" in kept_out.stdout
-    assert sorted(p.relative_to(kept).as_posix() for p in kept.rglob("*") if p.is_file()) == sorted(
-        ["manifest.json"] + [f"runs/{run.name}/result.json" for run in spec.runs]
-        + [f"status/{run.name}.json" for run in spec.runs])
-
-    shutil.rmtree(root / "sweeps")
-    assert script(root, "restore").returncode == 0
-    _, _, states = plan(spec_path, str(sweep))
-    assert [state for _, state in states] == ["done", "done"]
-    write_tables(sweep, spec)
-    assert table(sweep) == before
+def stub(root: Path, codes: dict[str, int]) -> Path:
+    """An rlkit that logs each call's arguments and exits with the code given for its recipe."""
+    path = root / "stub-rlkit"
+    cases = "".join(f'    *{paper}/mujoco.toml*) exit {code} ;;\n' for paper, code in codes.items())
+    path.write_text(f'#!/usr/bin/env bash\necho "$*" >> "{root}/calls"\ncase "$*" in\n{cases}esac\nexit 0\n')
+    path.chmod(0o755)
+    return path
 
 
-def test_restoring_overwrites_nothing_and_a_run_in_flight_is_not_kept(repo, tmp_path):
-    root = tmp_path / "repo"
-    shutil.copytree(repo, root)
-    sweep, kept = root / "sweeps" / "outer_ppo_mujoco", root / "experiments" / "outer_ppo" / "mujoco_runs"
-    in_flight = sweep / "runs" / "ppo__CartPole-v1__s3"
-    in_flight.mkdir()
-    (in_flight / "checkpoint.json").write_text("{}")
-    assert script(root, "keep").returncode == 0
-    assert not (kept / "runs" / in_flight.name).exists()
-
-    first = next(sweep.glob("runs/*/result.json"))
-    written = json.loads(first.read_text())
-    (kept / first.relative_to(sweep)).write_text(json.dumps({**written, "eval_return_mean": -1.0}))
-    assert script(root, "restore").returncode == 0
-    assert json.loads(first.read_text()) == written
+def calls(root: Path) -> list[str]:
+    return (root / "calls").read_text().splitlines() if (root / "calls").exists() else []
 
 
-def test_an_unknown_command_is_refused_with_its_usage(repo):
+def test_run_restores_then_runs_the_two_recipes_in_order_with_the_flags(repo):
+    for paper in ("outer_ppo", "hp3o"):
+        (repo / "experiments" / paper / "mujoco_runs").mkdir(parents=True)
+    out = script(repo, "run", "--retry-failed", rlkit=stub(repo, {}))
+    assert out.returncode == 0, out.stderr
+    assert calls(repo) == [
+        "records restore experiments/outer_ppo/mujoco_runs sweeps/outer_ppo_mujoco",
+        f"sweep {ROOT}/experiments/outer_ppo/mujoco.toml --out sweeps/outer_ppo_mujoco --retry-failed",
+        "records restore experiments/hp3o/mujoco_runs sweeps/hp3o_mujoco",
+        f"sweep {ROOT}/experiments/hp3o/mujoco.toml --out sweeps/hp3o_mujoco --retry-failed"]
+
+
+def test_run_goes_on_past_failed_runs_but_stops_at_an_interrupt(repo):
+    out = script(repo, "run", rlkit=stub(repo, {"outer_ppo": 1}))
+    assert out.returncode == 1
+    assert [c.split()[1] for c in calls(repo)] == [f"{ROOT}/experiments/outer_ppo/mujoco.toml",
+                                                   f"{ROOT}/experiments/hp3o/mujoco.toml"]
+    (repo / "calls").unlink()
+    out = script(repo, "run", rlkit=stub(repo, {"outer_ppo": 130}))
+    assert out.returncode == 130
+    assert len(calls(repo)) == 1
+
+
+def test_a_restore_that_fails_stops_the_run(repo):
+    (repo / "experiments" / "outer_ppo" / "mujoco_runs").mkdir(parents=True)
+    failing = repo / "failing-rlkit"
+    failing.write_text(f'#!/usr/bin/env bash\necho "$*" >> "{repo}/calls"\n[ "$1" != records ] || exit 2\n')
+    failing.chmod(0o755)
+    assert script(repo, "run", rlkit=failing).returncode == 2
+    assert calls(repo) == ["records restore experiments/outer_ppo/mujoco_runs sweeps/outer_ppo_mujoco"]
+
+
+def test_bad_input_is_refused(repo, tmp_path):
     out = script(repo, "sweep")
-    assert out.returncode == 2
-    assert "usage:" in out.stderr and "run|keep|restore" in out.stderr
+    assert out.returncode == 2 and "usage:" in out.stderr
+    out = script(repo, "keep", src=tmp_path / "nowhere")
+    assert out.returncode == 2 and "is not an rlkit checkout" in out.stderr
