@@ -15,17 +15,22 @@ Layout of a records directory::
 
 Both check everything before writing anything, and refuse in one line: records of another sweep (a
 run both name with another config, or a run the destination's sweep does not hold), a damaged
-record, and a file in the destination that differs from the one it would get (nothing is
-overwritten; an identical file is left as it is). Every file is written atomically.
+record (a result that is not its run's finished result: another seed's, past the budget, not a
+result at all), and a file in the destination that differs from the one it would get. No record
+is overwritten (an identical file is left as it is); the one file replaced is the records'
+manifest, by the sweep's when that holds the same runs or extends them. Every file is written
+atomically, the manifest first, so a copy stopped half-way is finished by the same command.
 """
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlkit.ablation.results import LOCK, config_difference, stored_runs
+from rlkit.ablation.spec import MAX_RUN_NAME, PLAIN_NAME, RunSpec
 from rlkit.errors import ConfigError
 from rlkit.io.files import read_json, write_atomic
 from rlkit.io.lock import FolderLock
@@ -56,6 +61,10 @@ def _manifest(folder: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
     if runs is None:
         state = "has no manifest.json" if not (folder / "manifest.json").exists() else "has a damaged manifest.json"
         raise ConfigError(f"{folder} {state}, so it is not {what}")
+    for name, entry in runs.items():  # names become paths: one plain folder name each
+        if not (PLAIN_NAME.fullmatch(name) and len(name.encode()) <= MAX_RUN_NAME and isinstance(entry, list)
+                and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], dict)):
+            raise ConfigError(f"{folder} has a damaged manifest.json (run {name[:80]!r}), so it is not {what}")
     return stored, runs
 
 
@@ -70,28 +79,57 @@ def _check_same_sweep(source: Path, source_runs: dict[str, Any], dest: Path, des
                               "choose another destination")
 
 
-def _finished(folder: Path, name: str) -> dict[str, str] | None:
-    """The run's result and status texts when both are whole and the status says done, else None."""
+def _not_its_result(result: dict[str, Any], entry: list[Any]) -> str | None:
+    """Why ``result`` is not a finished result of the run ``entry`` (``[kind, config]``), or None."""
+    kind, config = entry
+    steps = result.get("total_steps")
+    if not isinstance(steps, int) or isinstance(steps, bool) or not isinstance(result.get("eval_history"), list):
+        return "not a finished run's result"
+    if (result.get("env"), result.get("seed")) != (config.get("env"), config.get("seed")):
+        return f"the result of {result.get('env')} seed {result.get('seed')}"
+    return RunSpec("", str(config.get("env")), 0, kind, config).past_budget(result)
+
+
+def _finished(folder: Path, name: str, entry: list[Any]) -> dict[str, str] | None:
+    """The run's result and status texts when both are whole, the result is the run's own and the
+    status says done, else None."""
     result, status = folder / "runs" / name / "result.json", folder / "status" / f"{name}.json"
-    if read_json(result) is None or (read_json(status) or {}).get("status") != "done":
+    value = read_json(result)
+    if value is None or _not_its_result(value, entry) or (read_json(status) or {}).get("status") != "done":
         return None
     return {f"runs/{name}/result.json": result.read_text(), f"status/{name}.json": status.read_text()}
 
 
-def _plan_copy(source: Path, runs: list[str], dest: Path, damaged: str | None
+def _text(path: Path) -> str | None:
+    """The text of ``path`` (None: there is none); a folder or an unreadable file is a one-line error."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    if not path.is_file():
+        raise ConfigError(f"{path} is in the way (not a file); nothing was written (move it aside)")
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {path} ({exc}); nothing was written (move it aside)") from None
+
+
+def _plan_copy(source: Path, runs: dict[str, Any], dest: Path, damaged: str | None
                ) -> tuple[dict[str, str], RecordsSummary]:
     """The files to write (relative path -> text) and the runs' counts. ``damaged`` (the advice
     for records) makes a record that is there but not whole an error."""
     files: dict[str, str] = {}
     copied = present = unfinished = 0
     for name in runs:
-        record = _finished(source, name)
+        record = _finished(source, name, runs[name])
         if record is None:
-            if damaged and ((source / "runs" / name).exists() or (source / "status" / f"{name}.json").exists()):
+            result, status = source / "runs" / name / "result.json", source / "status" / f"{name}.json"
+            value = read_json(result)
+            stopped = value is not None and not _not_its_result(value, runs[name]) and not status.exists()
+            # (stopped: a keep stopped between a run's result and its status; that run is not kept yet)
+            if damaged and not stopped and (result.exists() or status.exists()):
                 raise ConfigError(f"{source}: the record of run {name} is damaged or not finished ({damaged})")
             unfinished += 1
             continue
-        there = {rel: (dest / rel).read_text() for rel in record if (dest / rel).is_file()}
+        there = {rel: text for rel in record if (text := _text(dest / rel)) is not None}
         for rel, text in there.items():
             if text != record[rel]:
                 raise ConfigError(f"{dest / rel} differs from {source / rel}; nothing was written (move one of "
@@ -105,23 +143,48 @@ def _plan_copy(source: Path, runs: list[str], dest: Path, damaged: str | None
 
 
 def _write(dest: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(dest / rel, text)
+    """The manifest first: a copy stopped half-way leaves a sweep (records) directory that the same
+    command (or ``rlkit sweep``) takes up again."""
+    try:
+        for rel in sorted(files, key=lambda rel: rel != "manifest.json"):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(dest / rel, files[rel])
+    except OSError as exc:
+        raise ConfigError(f"cannot write in {dest}: {exc.strerror or exc}; run the same command again once it "
+                          "can (every file written is whole)") from None
+
+
+def _mkdir(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot use {folder}: {exc.strerror or exc}") from None
+
+
+def _check_two_folders(source: Path, dest: Path) -> None:
+    if source.resolve() == dest.resolve():
+        raise ConfigError(f"{source} is both the source and the destination; name two directories")
 
 
 def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSummary:
     """Copy the finished runs' records of ``sweep_dir`` (a sweep running there or not) into
     ``records_dir``; the records' manifest becomes the sweep's (the same runs, or an extension)."""
     sweep, records = Path(sweep_dir), Path(records_dir)
+    _check_two_folders(sweep, records)
     stored, runs = _manifest(sweep, "a sweep directory")
     if records.exists() and not records.is_dir():
         raise ConfigError(f"{records} is a file, not a records directory")
-    records.mkdir(parents=True, exist_ok=True)
-    with FolderLock(records, RECORDS_LOCK, "rlkit records keep", "run this command again"):
+    if records.is_dir() and not (records / "manifest.json").exists() and any(
+            p.name != RECORDS_LOCK and p.name not in ("runs", "status") for p in records.iterdir()):
+        raise ConfigError(f"{records} exists and is not a records directory; choose another destination")
+    _mkdir(records)
+    with contextlib.ExitStack() as held:
+        held.enter_context(FolderLock(records, RECORDS_LOCK, "rlkit records keep", "run this command again"))
+        if (records / LOCK).exists():  # a sweep directory (restored into): never while a sweep runs there
+            held.enter_context(FolderLock(records, LOCK, "rlkit sweep", "run this command again"))
         if (records / "manifest.json").exists():
             _check_same_sweep(records, _manifest(records, "a records directory")[1], sweep, runs)
-        files, summary = _plan_copy(sweep, list(runs), records, damaged=None)
+        files, summary = _plan_copy(sweep, runs, records, damaged=None)
         manifest = (sweep / "manifest.json").read_text()
         if not (records / "manifest.json").is_file() or (records / "manifest.json").read_text() != manifest:
             files["manifest.json"] = manifest
@@ -135,17 +198,20 @@ def restore_records(records_dir: str | Path, sweep_dir: str | Path) -> RecordsSu
     from rlkit.ablation.sweep import sweep_lock
 
     records, sweep = Path(records_dir), Path(sweep_dir)
+    _check_two_folders(records, sweep)
     if not records.is_dir():
         raise ConfigError(f"{records} is not a records directory")
     _, runs = _manifest(records, "a records directory")
     if sweep.exists() and not sweep.is_dir():
         raise ConfigError(f"{sweep} is a file, not a sweep directory")
+    if not sweep.exists():  # the records checked before the destination is made
+        _plan_copy(records, runs, sweep, damaged="restore it from git")
     with sweep_lock(sweep):
         if (sweep / "manifest.json").exists():
             _check_same_sweep(records, runs, sweep, _manifest(sweep, "a sweep directory")[1])
         elif any(p.name != LOCK for p in sweep.iterdir()):
             raise ConfigError(f"{sweep} exists and is not a sweep directory; choose another destination")
-        files, summary = _plan_copy(records, list(runs), sweep, damaged="restore it from git")
+        files, summary = _plan_copy(records, runs, sweep, damaged="restore it from git")
         if not (sweep / "manifest.json").exists():
             files["manifest.json"] = (records / "manifest.json").read_text()
         for sub in ("runs", "logs", "status"):

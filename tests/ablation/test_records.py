@@ -191,3 +191,86 @@ def test_a_sweep_directory_without_its_logs_and_status_folders_resumes(finished,
     summary = run_sweep(spec, out=str(tmp_path / "sweep"), workers=1, pack="1", progress=False)
     assert (summary.ran, summary.done, summary.failed) == (1, 3, 0)
     assert (tmp_path / "sweep" / "logs" / "ppo__CartPole-v1__s3.log").is_file()
+
+
+@pytest.mark.parametrize("result", ['{}', '{"eval_history": 5, "total_steps": "x"}', "SEED2", "PAST"])
+def test_a_result_that_is_not_the_runs_own_is_damaged(finished, tmp_path, result):
+    root, _ = finished
+    keep_records(root / "sweep", tmp_path / "kept")
+    record = tmp_path / "kept" / "runs" / "ppo__CartPole-v1__s1" / "result.json"
+    if result == "SEED2":
+        result = (tmp_path / "kept" / "runs" / "ppo__CartPole-v1__s2" / "result.json").read_text()
+    elif result == "PAST":
+        result = record.read_text().replace('"total_steps": 512', '"total_steps": 100000')
+    record.write_text(result)
+    with pytest.raises(ConfigError, match="record of run ppo__CartPole-v1__s1 is damaged"):
+        restore_records(tmp_path / "kept", tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+
+
+def test_run_names_of_a_manifest_stay_inside_the_destination(finished, tmp_path):
+    import json
+    root, _ = finished
+    keep_records(root / "sweep", tmp_path / "a" / "kept")
+    manifest = tmp_path / "a" / "kept" / "manifest.json"
+    stored = json.loads(manifest.read_text())
+    stored["runs"]["../../x"] = stored["runs"]["ppo__CartPole-v1__s1"]
+    manifest.write_text(json.dumps(stored))
+    with pytest.raises(ConfigError, match="damaged manifest.json"):
+        restore_records(tmp_path / "a" / "kept", tmp_path / "b" / "new")
+    stored["runs"]["../../x"] = None
+    with pytest.raises(ConfigError, match="damaged manifest.json"):
+        restore_records(tmp_path / "a" / "kept", tmp_path / "b" / "new")
+
+
+def test_a_copy_stopped_half_way_is_finished_by_the_same_command(finished, tmp_path, monkeypatch):
+    import rlkit.ablation.records as records
+    root, spec = finished
+    real, calls, stop = records.write_atomic, [], [3]  # keep: its manifest, s1's result, then stopped
+
+    def stop_at(path, text):
+        calls.append(path)
+        if len(calls) == stop[0]:
+            raise KeyboardInterrupt
+        real(path, text)
+
+    monkeypatch.setattr(records, "write_atomic", stop_at)
+    with pytest.raises(KeyboardInterrupt):  # keep stops between a run's result and its status
+        keep_records(root / "sweep", tmp_path / "kept")
+    monkeypatch.setattr(records, "write_atomic", real)
+    assert restore_records(tmp_path / "kept", tmp_path / "half").unfinished == 3  # the half-kept run: not yet
+    assert keep_records(root / "sweep", tmp_path / "kept").copied == 2
+    calls.clear()
+    stop[0] = 2  # restore: its manifest, then stopped
+    monkeypatch.setattr(records, "write_atomic", stop_at)
+    with pytest.raises(KeyboardInterrupt):
+        restore_records(tmp_path / "kept", tmp_path / "new")
+    monkeypatch.setattr(records, "write_atomic", real)
+    assert restore_records(tmp_path / "kept", tmp_path / "new").copied == 2
+    assert states(spec, tmp_path / "new") == ["done", "done", "new"]
+
+
+def test_keep_refuses_a_running_sweep_and_a_folder_that_is_not_records(finished, tmp_path):
+    root, _ = finished
+    keep_records(root / "sweep", tmp_path / "kept")
+    restore_records(tmp_path / "kept", tmp_path / "new")
+    with sweep_lock(tmp_path / "new"), pytest.raises(ConfigError, match="in use by another rlkit sweep"):
+        keep_records(tmp_path / "kept", tmp_path / "new")  # the arguments the wrong way round
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="is not a records directory"):
+        keep_records(root / "sweep", tmp_path / "plain")
+    (tmp_path / "in_the_way" / "status" / "ppo__CartPole-v1__s1.json").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="in the way"):
+        keep_records(root / "sweep", tmp_path / "in_the_way")
+
+
+def test_the_same_directory_as_source_and_destination_is_refused(finished, tmp_path):
+    root, _ = finished
+    keep_records(root / "sweep", tmp_path / "kept")
+    before = files(tmp_path / "kept")
+    with pytest.raises(ConfigError, match="both the source and the destination"):
+        restore_records(tmp_path / "kept", tmp_path / "kept" / ".")
+    with pytest.raises(ConfigError, match="both the source and the destination"):
+        keep_records(tmp_path / "kept", tmp_path / "kept")
+    assert files(tmp_path / "kept") == before and not (tmp_path / "kept" / "logs").exists()
