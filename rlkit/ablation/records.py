@@ -54,8 +54,8 @@ class RecordsSummary:
         return dict(self.__dict__)
 
 
-def _manifest(folder: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A manifest and its runs' ``[kind, config]`` by name; a one-line error if missing or damaged."""
+def _manifest(folder: Path, what: str) -> dict[str, Any]:
+    """A manifest's runs' ``[kind, config]`` by name; a one-line error if missing or damaged."""
     stored = read_json(folder / "manifest.json")
     runs = stored_runs(stored) if stored is not None and isinstance(stored.get("spec"), dict) else None
     if runs is None:
@@ -65,7 +65,7 @@ def _manifest(folder: Path, what: str) -> tuple[dict[str, Any], dict[str, Any]]:
         if not (PLAIN_NAME.fullmatch(name) and len(name.encode()) <= MAX_RUN_NAME and isinstance(entry, list)
                 and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], dict)):
             raise ConfigError(f"{folder} has a damaged manifest.json (run {name[:80]!r}), so it is not {what}")
-    return stored, runs
+    return runs
 
 
 def _check_same_sweep(source: Path, source_runs: dict[str, Any], dest: Path, dest_runs: dict[str, Any]) -> None:
@@ -90,14 +90,16 @@ def _not_its_result(result: dict[str, Any], entry: list[Any]) -> str | None:
     return RunSpec("", str(config.get("env")), 0, kind, config).past_budget(result)
 
 
-def _finished(folder: Path, name: str, entry: list[Any]) -> dict[str, str] | None:
+def _finished(folder: Path, name: str, entry: list[Any]) -> tuple[dict[str, str] | None, bool]:
     """The run's result and status texts when both are whole, the result is the run's own and the
-    status says done, else None."""
+    status says done (else None), and whether a file of the run is there but not so: damaged. The
+    run's own result without a status is not damaged: a keep stopped between the two."""
     result, status = folder / "runs" / name / "result.json", folder / "status" / f"{name}.json"
     value = read_json(result)
-    if value is None or _not_its_result(value, entry) or (read_json(status) or {}).get("status") != "done":
-        return None
-    return {f"runs/{name}/result.json": result.read_text(), f"status/{name}.json": status.read_text()}
+    own = value is not None and not _not_its_result(value, entry)
+    if own and (read_json(status) or {}).get("status") == "done":
+        return {f"runs/{name}/result.json": result.read_text(), f"status/{name}.json": status.read_text()}, False
+    return None, status.exists() or (result.exists() and not own)
 
 
 def _text(path: Path) -> str | None:
@@ -119,13 +121,9 @@ def _plan_copy(source: Path, runs: dict[str, Any], dest: Path, damaged: str | No
     files: dict[str, str] = {}
     copied = present = unfinished = 0
     for name in runs:
-        record = _finished(source, name, runs[name])
+        record, broken = _finished(source, name, runs[name])
         if record is None:
-            result, status = source / "runs" / name / "result.json", source / "status" / f"{name}.json"
-            value = read_json(result)
-            stopped = value is not None and not _not_its_result(value, runs[name]) and not status.exists()
-            # (stopped: a keep stopped between a run's result and its status; that run is not kept yet)
-            if damaged and not stopped and (result.exists() or status.exists()):
+            if damaged and broken:
                 raise ConfigError(f"{source}: the record of run {name} is damaged or not finished ({damaged})")
             unfinished += 1
             continue
@@ -171,7 +169,7 @@ def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSumma
     ``records_dir``; the records' manifest becomes the sweep's (the same runs, or an extension)."""
     sweep, records = Path(sweep_dir), Path(records_dir)
     _check_two_folders(sweep, records)
-    stored, runs = _manifest(sweep, "a sweep directory")
+    runs = _manifest(sweep, "a sweep directory")
     if records.exists() and not records.is_dir():
         raise ConfigError(f"{records} is a file, not a records directory")
     if records.is_dir() and not (records / "manifest.json").exists() and any(
@@ -183,7 +181,7 @@ def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSumma
         if (records / LOCK).exists():  # a sweep directory (restored into): never while a sweep runs there
             held.enter_context(FolderLock(records, LOCK, "rlkit sweep", "run this command again"))
         if (records / "manifest.json").exists():
-            _check_same_sweep(records, _manifest(records, "a records directory")[1], sweep, runs)
+            _check_same_sweep(records, _manifest(records, "a records directory"), sweep, runs)
         files, summary = _plan_copy(sweep, runs, records, damaged=None)
         manifest = (sweep / "manifest.json").read_text()
         if not (records / "manifest.json").is_file() or (records / "manifest.json").read_text() != manifest:
@@ -201,14 +199,14 @@ def restore_records(records_dir: str | Path, sweep_dir: str | Path) -> RecordsSu
     _check_two_folders(records, sweep)
     if not records.is_dir():
         raise ConfigError(f"{records} is not a records directory")
-    _, runs = _manifest(records, "a records directory")
+    runs = _manifest(records, "a records directory")
     if sweep.exists() and not sweep.is_dir():
         raise ConfigError(f"{sweep} is a file, not a sweep directory")
     if not sweep.exists():  # the records checked before the destination is made
         _plan_copy(records, runs, sweep, damaged="restore it from git")
     with sweep_lock(sweep):
         if (sweep / "manifest.json").exists():
-            _check_same_sweep(records, runs, sweep, _manifest(sweep, "a sweep directory")[1])
+            _check_same_sweep(records, runs, sweep, _manifest(sweep, "a sweep directory"))
         elif any(p.name != LOCK for p in sweep.iterdir()):
             raise ConfigError(f"{sweep} exists and is not a sweep directory; choose another destination")
         files, summary = _plan_copy(records, runs, sweep, damaged="restore it from git")
