@@ -90,16 +90,27 @@ def _not_its_result(result: dict[str, Any], entry: list[Any]) -> str | None:
     return RunSpec("", str(config.get("env")), 0, kind, config).past_budget(result)
 
 
-def _finished(folder: Path, name: str, entry: list[Any]) -> tuple[dict[str, str] | None, bool]:
-    """The run's result and status texts when both are whole, the result is the run's own and the
-    status says done (else None), and whether a file of the run is there but not so: damaged. The
-    run's own result without a status is not damaged: a keep stopped between the two."""
+@dataclass(frozen=True)
+class _RunRecord:
+    """What a folder holds of one run."""
+
+    files: dict[str, str] | None
+    """The run's result and status texts by relative path when both are whole, the result is the
+    run's own and the status says done; else None."""
+    damaged: bool
+    """A file of the run is there but not so. The run's own result without a status is not damaged:
+    a keep stopped between the two."""
+
+
+def _finished(folder: Path, name: str, entry: list[Any]) -> _RunRecord:
+    """The record ``folder`` holds of run ``name`` (``entry``: its manifest ``[kind, config]``)."""
     result, status = folder / "runs" / name / "result.json", folder / "status" / f"{name}.json"
     value = read_json(result)
     own = value is not None and not _not_its_result(value, entry)
     if own and (read_json(status) or {}).get("status") == "done":
-        return {f"runs/{name}/result.json": result.read_text(), f"status/{name}.json": status.read_text()}, False
-    return None, status.exists() or (result.exists() and not own)
+        texts = {f"runs/{name}/result.json": result.read_text(), f"status/{name}.json": status.read_text()}
+        return _RunRecord(texts, damaged=False)
+    return _RunRecord(None, damaged=status.exists() or (result.exists() and not own))
 
 
 def _text(path: Path) -> str | None:
@@ -121,22 +132,22 @@ def _plan_copy(source: Path, runs: dict[str, Any], dest: Path, damaged: str | No
     files: dict[str, str] = {}
     copied = present = unfinished = 0
     for name in runs:
-        record, broken = _finished(source, name, runs[name])
-        if record is None:
-            if damaged and broken:
+        record = _finished(source, name, runs[name])
+        if record.files is None:
+            if damaged and record.damaged:
                 raise ConfigError(f"{source}: the record of run {name} is damaged or not finished ({damaged})")
             unfinished += 1
             continue
-        there = {rel: text for rel in record if (text := _text(dest / rel)) is not None}
+        there = {rel: text for rel in record.files if (text := _text(dest / rel)) is not None}
         for rel, text in there.items():
-            if text != record[rel]:
+            if text != record.files[rel]:
                 raise ConfigError(f"{dest / rel} differs from {source / rel}; nothing was written (move one of "
                                   "them aside to choose)")
-        if len(there) == len(record):
+        if len(there) == len(record.files):
             present += 1
         else:
             copied += 1
-            files.update({rel: text for rel, text in record.items() if rel not in there})
+            files.update({rel: text for rel, text in record.files.items() if rel not in there})
     return files, RecordsSummary(copied, present, unfinished)
 
 
