@@ -113,6 +113,16 @@ def _finished(folder: Path, name: str, entry: list[Any]) -> _RunRecord:
     return _RunRecord(None, damaged=status.exists() or (result.exists() and not own))
 
 
+@dataclass(frozen=True)
+class _CopyPlan:
+    """What a copy from one folder to another writes, and what it found."""
+
+    files: dict[str, str]
+    """The texts to write by relative path (the runs' files that the destination lacks)."""
+    summary: RecordsSummary
+    """The runs copied, already present and not finished."""
+
+
 def _text(path: Path) -> str | None:
     """The text of ``path`` (None: there is none); a folder or an unreadable file is a one-line error."""
     if not path.exists() and not path.is_symlink():
@@ -126,8 +136,8 @@ def _text(path: Path) -> str | None:
 
 
 def _plan_copy(source: Path, runs: dict[str, Any], dest: Path, damaged: str | None
-               ) -> tuple[dict[str, str], RecordsSummary]:
-    """The files to write (relative path -> text) and the runs' counts. ``damaged`` (the advice
+               ) -> _CopyPlan:
+    """The files to write and the runs' counts. ``damaged`` (the advice
     for records) makes a record that is there but not whole an error."""
     files: dict[str, str] = {}
     copied = present = unfinished = 0
@@ -148,7 +158,7 @@ def _plan_copy(source: Path, runs: dict[str, Any], dest: Path, damaged: str | No
         else:
             copied += 1
             files.update({rel: text for rel, text in record.files.items() if rel not in there})
-    return files, RecordsSummary(copied, present, unfinished)
+    return _CopyPlan(files, RecordsSummary(copied, present, unfinished))
 
 
 def _write(dest: Path, files: dict[str, str]) -> None:
@@ -193,12 +203,13 @@ def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSumma
             held.enter_context(FolderLock(records, LOCK, "rlkit sweep", "run this command again"))
         if (records / "manifest.json").exists():
             _check_same_sweep(records, _manifest(records, "a records directory"), sweep, runs)
-        files, summary = _plan_copy(sweep, runs, records, damaged=None)
+        plan = _plan_copy(sweep, runs, records, damaged=None)
+        files = plan.files
         manifest = (sweep / "manifest.json").read_text()
         if not (records / "manifest.json").is_file() or (records / "manifest.json").read_text() != manifest:
             files["manifest.json"] = manifest
         _write(records, files)
-    return summary
+    return plan.summary
 
 
 def restore_records(records_dir: str | Path, sweep_dir: str | Path) -> RecordsSummary:
@@ -220,10 +231,11 @@ def restore_records(records_dir: str | Path, sweep_dir: str | Path) -> RecordsSu
             _check_same_sweep(records, runs, sweep, _manifest(sweep, "a sweep directory"))
         elif any(p.name != LOCK for p in sweep.iterdir()):
             raise ConfigError(f"{sweep} exists and is not a sweep directory; choose another destination")
-        files, summary = _plan_copy(records, runs, sweep, damaged="restore it from git")
+        plan = _plan_copy(records, runs, sweep, damaged="restore it from git")
+        files = plan.files
         if not (sweep / "manifest.json").exists():
             files["manifest.json"] = (records / "manifest.json").read_text()
         for sub in ("runs", "logs", "status"):
             (sweep / sub).mkdir(exist_ok=True)
         _write(sweep, files)
-    return summary
+    return plan.summary
