@@ -137,8 +137,8 @@ def _text(path: Path) -> str | None:
 
 def _plan_copy(source: Path, runs: dict[str, Any], dest: Path, damaged: str | None
                ) -> _CopyPlan:
-    """The files to write and the runs' counts. ``damaged`` (the advice
-    for records) makes a record that is there but not whole an error."""
+    """The files to write and the runs' counts. ``damaged`` (the advice for records) makes a record
+    that is there but not whole an error."""
     files: dict[str, str] = {}
     copied = present = unfinished = 0
     for name in runs:
@@ -204,11 +204,10 @@ def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSumma
         if (records / "manifest.json").exists():
             _check_same_sweep(records, _manifest(records, "a records directory"), sweep, runs)
         plan = _plan_copy(sweep, runs, records, damaged=None)
-        files = plan.files
         manifest = (sweep / "manifest.json").read_text()
         if not (records / "manifest.json").is_file() or (records / "manifest.json").read_text() != manifest:
-            files["manifest.json"] = manifest
-        _write(records, files)
+            plan.files["manifest.json"] = manifest
+        _write(records, plan.files)
     return plan.summary
 
 
@@ -232,10 +231,9 @@ def restore_records(records_dir: str | Path, sweep_dir: str | Path) -> RecordsSu
         elif any(p.name != LOCK for p in sweep.iterdir()):
             raise ConfigError(f"{sweep} exists and is not a sweep directory; choose another destination")
         plan = _plan_copy(records, runs, sweep, damaged="restore it from git")
-        files = plan.files
         if not (sweep / "manifest.json").exists():
-            files["manifest.json"] = (records / "manifest.json").read_text()
+            plan.files["manifest.json"] = (records / "manifest.json").read_text()
         for sub in ("runs", "logs", "status"):
             (sweep / sub).mkdir(exist_ok=True)
-        _write(sweep, files)
+        _write(sweep, plan.files)
     return plan.summary
