@@ -331,6 +331,7 @@ def run_updates(steps: Steps, learner: Learner, progress: Progress, logger: Logg
                     logger.flush()
                     checkpoint = steps.save(scheduled)
                     if stop.signum is not None:
+                        stop.over = True  # the checkpoint is written: a second signal cannot change the outcome
                         raise Interrupted(stop.signum, checkpoint.parents[1], checkpoint)
                     if progress.updates_done < schedule.num_updates:
                         steps.after_checkpoint()
