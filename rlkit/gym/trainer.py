@@ -297,7 +297,7 @@ class PPOTrainer:
 
     def train(self) -> TrainResult:
         """Run to the end (holding the run directory), evaluate, write ``result.json``."""
-        with self.lock, blas_threads(1 if self.cfg.async_envs else None):
+        with self.lock, blas_threads(1):
             self.prior = self.prior_result()
             train_steps(self, self.learner, self.progress, self.run_spec())
             return self.final_result()
