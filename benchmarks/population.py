@@ -29,6 +29,8 @@ import subprocess
 import sys
 import time
 
+from report import cpu_model
+
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="gymnasium"),
     "cartpole-vector": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="vector"),
@@ -81,15 +83,6 @@ def run_worker(name: str, k: int, steps: int) -> dict:
     if out.returncode:
         raise RuntimeError(f"{name} K={k} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def cpu_model() -> str:
-    """The CPU's model name (machines of one kind differ by CPU, and so do their speeds and bits)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.machine()
 
 
 def _median(results: list[dict]) -> dict:

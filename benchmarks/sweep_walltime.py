@@ -8,9 +8,11 @@ eval cadence scaled along) and scaled to the full budget; a run the sweep ran al
 baseline) counts its own recorded seconds; the runs then go to ``--workers`` workers longest first.
 The packs' own recorded seconds, in the sweep's order on ``--workers`` workers, give its time where
 its events are not all on this machine (a sweep restored from kept records); the pool is compared
-with that.
+with that. ``--envs`` keeps the runs of some envs only (every figure then counts those): the ones
+that ran on this machine, where a sweep's packs ran on machines of different speeds.
 
-    python benchmarks/sweep_walltime.py sweeps/outer_ppo_mujoco [--measure-steps 50000] [--write benchmarks/RESULTS.md]
+    python benchmarks/sweep_walltime.py sweeps/outer_ppo_mujoco [--measure-steps 50000] [--envs Swimmer-v5,...]
+        [--write benchmarks/RESULTS.md]
 """
 
 from __future__ import annotations
@@ -25,16 +27,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from report import emit
+from report import cpu_model, emit
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
 import rlkit
 from rlkit.ablation.spec import expand
 
 
-def event_times(sweep: Path) -> np.ndarray:
-    """Wall times of every event of every run of the sweep, sorted."""
-    times = [e.wall_time for f in sweep.glob("runs/*/events.out.tfevents.*") for e in EventFileLoader(str(f)).Load()]
+def event_times(sweep: Path, names: set[str]) -> np.ndarray:
+    """Wall times of every event of the sweep's runs named ``names``, sorted."""
+    files = [f for f in sweep.glob("runs/*/events.out.tfevents.*") if f.parent.name in names]
+    times = [e.wall_time for f in files for e in EventFileLoader(str(f)).Load()]
     times = np.asarray(times, dtype=np.float64)
     return np.sort(times[times > 1e9])  # an event without a wall time (0) is left out
 
@@ -93,12 +96,18 @@ def main() -> None:
     ap.add_argument("--gap", type=float, default=600.0, help="longest gap between events that counts as running")
     ap.add_argument("--measure-steps", type=int, default=50_000, help="steps of each (variant, env) run alone (0: the sweep's wall time only)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--envs", default="", help="comma-separated env ids: count only their runs (default: all)")
     ap.add_argument("--write", default="", help="results file to append to")
     args = ap.parse_args()
     sweep = Path(args.sweep)
     manifest = json.loads((sweep / "manifest.json").read_text())
     runs = expand(manifest["spec"], str(sweep / "manifest.json"), manifest.get("budget")).runs
-    ran, stops, stopped = active_seconds(event_times(sweep), args.gap)
+    envs = [e for e in args.envs.split(",") if e]
+    unknown = sorted(set(envs) - {run.env for run in runs})
+    if unknown:
+        ap.error(f"--envs {','.join(unknown)}: not an env of {sweep}")
+    runs = [run for run in runs if not envs or run.env in envs]
+    ran, stops, stopped = active_seconds(event_times(sweep, {run.name for run in runs}), args.gap)
     packs = in_order_seconds(recorded_seconds(sweep, runs), args.workers)
     measured: dict[tuple[str, str], float] = {}
     durations = []
@@ -115,8 +124,8 @@ def main() -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     emit([f"\n### Sweep wall time: {sweep.name} — {stamp}",
           f"Command: `python benchmarks/sweep_walltime.py {args.sweep} --measure-steps {args.measure_steps} "
-          f"--workers {args.workers}`  ",
-          f"Machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+          f"--workers {args.workers}" + (f" --envs {args.envs}" if envs else "") + "`  ",
+          f"Machine: {platform.node()}, {cpu_model()}, "
           f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
           "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) "
           "| pool estimate (h) | pool / packs |",
