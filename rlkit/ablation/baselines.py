@@ -133,7 +133,10 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
     from stable_baselines3.common.vec_env import VecNormalize
 
     model = build_model(kind, cfg)
-    logger = Logger(str(run_dir))
+    # A baseline keeps no checkpoints: a stopped one starts again from step 0, and its new event file
+    # tells TensorBoard to drop the earlier attempt's events (the file itself stays on disk).
+    restarted = any(run_dir.glob("events.out.tfevents.*"))
+    logger = Logger(str(run_dir), purge_step=0 if restarted else None)
     history: list[tuple[int, float, float]] = []
     seconds: list[float] = []
     clock = {"start": time.perf_counter(), "eval": 0.0}

@@ -238,3 +238,27 @@ def test_sb3_baselines_pick_the_policy_their_observations_need(space, policy):
     from rlkit.ablation.baselines import _policy
 
     assert _policy(space) == policy
+
+
+def test_a_restarted_baseline_hides_its_earlier_attempt_in_tensorboard(tmp_path):
+    pytest.importorskip("stable_baselines3")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from rlkit.ablation.baselines import train_baseline
+    from rlkit.ablation.spec import expand
+    from rlkit.io.logger import Logger
+
+    import tomllib
+    (run,) = [r for r in expand(tomllib.loads(SPEC)).runs if r.kind == "sb3:ppo" and r.seed == 1]
+    run_dir = tmp_path / run.name
+    earlier = Logger(str(run_dir))  # an attempt stopped after its first evaluation (and one odd step)
+    earlier.scalars({"eval/return_mean": -1.0}, 512)
+    earlier.scalars({"eval/return_mean": -1.0}, 777)
+    earlier.close()
+    train_baseline(run.kind, {**run.config, "logdir": str(tmp_path), "run_name": run.name, "resume": None,
+                              "progress": False, "torch_threads": 1}, run_dir)
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    points = [(e.step, e.value) for e in acc.Scalars("eval/return_mean")]
+    assert [step for step, _ in points] == [512, 1024] and -1.0 not in [v for _, v in points]
+    assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2  # the earlier attempt's file is kept
