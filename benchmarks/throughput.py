@@ -25,6 +25,7 @@ import sys
 import time
 
 import numpy as np
+from report import cpu_model
 
 SETTINGS = {
     "cartpole": dict(env="CartPole-v1", preset="cartpole", steps=100_000),
@@ -144,7 +145,7 @@ def main() -> None:
     if args.write:
         lines = [f"\n### Throughput vs SB3 — {time.strftime('%Y-%m-%d %H:%M')}",
                  f"Command: `python benchmarks/throughput.py {' '.join(sys.argv[1:])}`  ",
-                 f"Machine: {platform.node()}, {platform.machine()}, {__import__('os').cpu_count()} cores, "
+                 f"Machine: {platform.node()}, {cpu_model()}, {__import__('os').cpu_count()} cores, "
                  f"Python {platform.python_version()}, 1 torch thread, runs one at a time, "
                  f"rlkit kernels={args.kernels}\n",
                  "| env | steps/run | seeds | rlkit steps/s | SB3 steps/s | ratio | rlkit eval returns | SB3 eval returns |",
