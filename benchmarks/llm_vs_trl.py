@@ -36,7 +36,7 @@ import sys
 import time
 
 from llm_common import setup
-from report import emit
+from report import cpu_model, emit
 
 COMMON = dict(batch=8, new_tokens=32, epochs=4, temperature=0.7, lr=3e-6, kl_coef=0.05)
 GROUP = 4
@@ -217,7 +217,7 @@ def main() -> None:
     lines = [f"\n### One RLHF iteration vs TRL — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/llm_vs_trl.py --iterations {args.iterations} --threads {args.threads} "
              f"--prompts {args.prompts} --arms {' '.join(args.arms)}`  ",
-             f"Machine: {platform.node()}, {platform.machine()}, {platform.processor() or 'cpu'}, {args.threads} torch "
+             f"Machine: {platform.node()}, {platform.machine()}, {cpu_model()}, {args.threads} torch "
              f"threads, nothing else running; SmolLM2-135M-Instruct fp32, 8 responses x 32 new tokens, 4 epochs, 1 "
              f"minibatch, {args.prompts} prompts; critic-free arms: 2 prompts x {GROUP} answers\n",
              "| arm | median s / iteration | speed-up vs its TRL arm | peak RSS (GB) |", "|---|---|---|---|"]

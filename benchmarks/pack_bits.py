@@ -14,12 +14,12 @@ gives a failing bit test.
 from __future__ import annotations
 
 import argparse
-import platform
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
+from report import cpu_model
 from safetensors.torch import load_file
 
 import rlkit
@@ -94,7 +94,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     keep_every_checkpoint()
-    head = [f"Machine: {platform.processor() or platform.machine()}, torch {torch.__version__}, "
+    head = [f"Machine: {cpu_model()}, torch {torch.__version__}, "
             f"cpu capability {torch.backends.cpu.get_cpu_capability()}, K = {len(args.seeds)}", "",
             "| variant | seed | member vs | first difference |", "|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:

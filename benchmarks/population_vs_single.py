@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from report import emit
+from report import cpu_model, emit
 
 
 def config(preset: str, env: str, steps: int, device: str, logdir: str, name: str):  # noqa: ANN201 (a TrainConfig)
@@ -84,7 +84,7 @@ def main() -> None:
     p = improvement(matrices, "single", args.reps)["population"]
     fmt = lambda m, v: f"{est[v][m][0]:.1f} [{est[v][m][1]:.1f}, {est[v][m][2]:.1f}]"  # noqa: E731
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
-    device = torch.cuda.get_device_name() if args.device == "cuda" else platform.processor() or platform.machine()
+    device = torch.cuda.get_device_name() if args.device == "cuda" else cpu_model()
     emit([f"\n### A population's members against single runs ({args.env}, {args.device}) — {stamp}",
           f"Command: `python benchmarks/population_vs_single.py --preset {args.preset} --env {args.env} --steps "
           f"{args.steps} --seeds {args.seeds} --device {args.device} --jobs {args.jobs}`  ",

@@ -11,20 +11,25 @@ def emit(lines: list[str], path: str) -> None:
     text = "\n".join(lines)
     print(text)
     if path:
-        with open(path, "a") as f:
-            f.write(text + "\n")
+        with open(path, "a+b") as f:
+            f.seek(0, 2)
+            unterminated = f.tell() > 0 and (f.seek(-1, 2), f.read(1))[1] != b"\n"
+            f.write(("\n" * unterminated + text + "\n").encode("utf-8"))
 
 
 def cpu_model() -> str:
     """The CPU's model name, with its family and model numbers where the name alone is vague ("AMD
-    EPYC"): machines of one kind differ by CPU, and so do their speeds and bits."""
+    EPYC"), or the implementer and part numbers of an Arm CPU: machines of one kind differ by CPU,
+    and so do their speeds and bits."""
     try:
-        with open("/proc/cpuinfo") as f:
-            fields = dict(line.split(":", 1) for line in f.read().split("\n\n")[0].splitlines() if ":" in line)
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            first = f.read().split("\n\n")[0].splitlines()
     except OSError:
         return platform.processor() or platform.machine()
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
-    name = fields.get("model name", platform.machine())
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in first if ":" in line)}
+    name = fields.get("model name") or fields.get("cpu") or platform.processor() or platform.machine()
     if "cpu family" in fields and "model" in fields:
         name += f" (family {fields['cpu family']}, model {fields['model']})"
+    elif "CPU implementer" in fields and "CPU part" in fields:
+        name += f" (implementer {fields['CPU implementer']}, part {fields['CPU part']})"
     return name

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from report import cpu_model
 
 import rlkit
 
@@ -29,7 +30,7 @@ def run(env: str, seed: int, steps: int, logdir: str) -> dict:
     start = time.time()
     result = rlkit.train(cfg)
     return {**result.to_json(), "wall_seconds": time.time() - start, "date": time.strftime("%Y-%m-%d %H:%M"),
-            "machine": f"{platform.node()} {platform.processor() or platform.machine()}"}
+            "machine": f"{platform.node()}, {cpu_model()}"}
 
 
 def summarize(path: Path) -> str:

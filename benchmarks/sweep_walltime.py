@@ -21,6 +21,7 @@ import argparse
 import heapq
 import json
 import platform
+import shlex
 import tempfile
 import time
 from datetime import datetime, timezone
@@ -32,6 +33,7 @@ from tensorboard.backend.event_processing.event_file_loader import EventFileLoad
 
 import rlkit
 from rlkit.ablation.spec import expand
+from rlkit.errors import RlkitError, one_line
 
 
 def event_times(sweep: Path, names: set[str]) -> np.ndarray:
@@ -44,21 +46,26 @@ def event_times(sweep: Path, names: set[str]) -> np.ndarray:
 
 def active_seconds(times: np.ndarray, gap: float) -> tuple[float, int, float]:
     """Seconds the sweep ran (gaps up to ``gap`` summed), the number of longer gaps and their sum."""
+    if len(times) < 2:
+        return float("nan"), 0, 0.0
     d = np.diff(times)
     return float(d[d <= gap].sum()), int((d > gap).sum()), float(d[d > gap].sum())
 
 
+def measure_config(config: dict, steps: int, logdir: str) -> rlkit.TrainConfig:
+    """One seed of ``config`` cut to ``steps``, its eval cadence scaled along."""
+    full = int(config["total_steps"])
+    return rlkit.TrainConfig.from_dict({**config, "total_steps": steps, "logdir": logdir, "run_name": "m",
+                                        "eval_every": max(1, int(config.get("eval_every", full) * steps / full)),
+                                        "checkpoint_every": steps, "progress": False, "torch_threads": 1})
+
+
 def alone_seconds(config: dict, steps: int) -> float:
     """Seconds one seed of ``config`` takes alone for its full budget, from ``steps`` of it."""
-    full = int(config["total_steps"])
-    scale = steps / full
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = rlkit.TrainConfig.from_dict({**config, "total_steps": steps, "logdir": tmp, "run_name": "m",
-                                           "eval_every": max(1, int(config.get("eval_every", full) * scale)),
-                                           "checkpoint_every": steps, "progress": False, "torch_threads": 1})
         start = time.perf_counter()
-        rlkit.train(cfg)
-        return (time.perf_counter() - start) / scale
+        rlkit.train(measure_config(config, steps, tmp))
+        return (time.perf_counter() - start) * int(config["total_steps"]) / steps
 
 
 def recorded_seconds(sweep: Path, runs: list) -> list[float]:
@@ -90,31 +97,83 @@ def pool_seconds(durations: list[float], workers: int) -> float:
     return max(free)
 
 
+def read_sweep(ap: argparse.ArgumentParser, sweep: Path) -> list:
+    """The sweep's runs from its manifest; a folder that is not a sweep is an argparse error."""
+    try:
+        manifest = json.loads((sweep / "manifest.json").read_text())
+        return expand(manifest["spec"], str(sweep / "manifest.json"), manifest.get("budget")).runs
+    except (OSError, ValueError, KeyError, TypeError, RlkitError) as exc:
+        ap.error(f"{sweep} is not a readable sweep folder ({type(exc).__name__}: {one_line(exc)})")
+
+
+def finished(sweep: Path, runs: list) -> tuple[list, list[str]]:
+    """The runs whose status says done (they have seconds), and the names of the others (failed,
+    unfinished, or with a missing or damaged status file)."""
+    done, left = [], []
+    for run in runs:
+        try:
+            status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
+            float(status["seconds"])
+            (done if status.get("status") == "done" else left).append(run)
+        except (OSError, ValueError, KeyError, TypeError):
+            left.append(run)
+    return done, [run.name for run in left]
+
+
+def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace, runs: list) -> list[str]:
+    """Refuse what the measurement cannot honour before it starts; the envs ``--envs`` names."""
+    if args.workers < 1:
+        ap.error(f"--workers must be at least 1, got {args.workers}")
+    if not args.gap > 0 or not np.isfinite(args.gap):
+        ap.error(f"--gap must be a positive number of seconds, got {args.gap}")
+    if args.write:
+        target = Path(args.write)
+        try:
+            if target.exists():
+                open(target, "a", encoding="utf-8").close()
+            elif not target.parent.is_dir():
+                raise OSError(f"no folder {str(target.parent)!r}")
+        except OSError as exc:
+            ap.error(f"--write {args.write!r}: cannot append ({one_line(exc)})")
+    envs = [] if args.envs is None else [e.strip() for e in args.envs.split(",")]
+    if args.envs is not None and not all(envs):
+        ap.error(f"--envs {args.envs!r}: an empty env name")
+    unknown = sorted(set(envs) - {run.env for run in runs})
+    if unknown:
+        ap.error(f"--envs {', '.join(map(repr, unknown))}: not an env of {args.sweep}")
+    if args.measure_steps < 0:
+        ap.error(f"--measure-steps must be 0 or more, got {args.measure_steps}")
+    for run in runs if args.measure_steps else []:
+        if run.kind == "rlkit":
+            try:
+                measure_config(run.config, args.measure_steps, tempfile.gettempdir())
+            except RlkitError as exc:
+                ap.error(f"--measure-steps {args.measure_steps}: {one_line(exc)}")
+    return envs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sweep", help="the sweep's output folder")
     ap.add_argument("--gap", type=float, default=600.0, help="longest gap between events that counts as running")
     ap.add_argument("--measure-steps", type=int, default=50_000, help="steps of each (variant, env) run alone (0: the sweep's wall time only)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--envs", default="", help="comma-separated env ids: count only their runs (default: all)")
+    ap.add_argument("--envs", help="comma-separated env ids: count only their runs (default: all)")
     ap.add_argument("--write", default="", help="results file to append to")
     args = ap.parse_args()
     sweep = Path(args.sweep)
-    manifest = json.loads((sweep / "manifest.json").read_text())
-    runs = expand(manifest["spec"], str(sweep / "manifest.json"), manifest.get("budget")).runs
-    envs = [e for e in args.envs.split(",") if e]
-    unknown = sorted(set(envs) - {run.env for run in runs})
-    if unknown:
-        ap.error(f"--envs {','.join(unknown)}: not an env of {sweep}")
-    runs = [run for run in runs if not envs or run.env in envs]
-    ran, stops, stopped = active_seconds(event_times(sweep, {run.name for run in runs}), args.gap)
+    runs = read_sweep(ap, sweep)
+    envs = check_args(ap, args, runs)
+    runs, left = finished(sweep, [run for run in runs if not envs or run.env in envs])
+    names = {run.name for run in runs}
+    with_events = {f.parent.name for f in sweep.glob("runs/*/events.out.tfevents.*")} & names
+    ran, stops, stopped = active_seconds(event_times(sweep, names), args.gap)
     packs = in_order_seconds(recorded_seconds(sweep, runs), args.workers)
     measured: dict[tuple[str, str], float] = {}
     durations = []
     for run in runs if args.measure_steps else []:
         if run.kind != "rlkit":
-            status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
-            durations.append(float(status["seconds"]))
+            durations.append(float(json.loads((sweep / "status" / f"{run.name}.json").read_text())["seconds"]))
             continue
         key = (run.variant, run.env)
         if key not in measured:
@@ -122,18 +181,21 @@ def main() -> None:
         durations.append(measured[key])
     pool = pool_seconds(durations, args.workers) if durations else float("nan")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
+    pool_cells = f" {pool / 3600:.2f} | {pool / packs:.2f}× |" if args.measure_steps else ""
+    notes = [f"Left out, not finished or failed: {len(left)} runs ({', '.join(left[:5])}{', …' * (len(left) > 5)})."
+             ] * bool(left) + [f"No TensorBoard events on this machine for {len(names) - len(with_events)} of the "
+                               f"{len(names)} runs: 'sweep ran' counts the others only."] * (len(with_events) < len(names))
     emit([f"\n### Sweep wall time: {sweep.name} — {stamp}",
-          f"Command: `python benchmarks/sweep_walltime.py {args.sweep} --measure-steps {args.measure_steps} "
-          f"--workers {args.workers}" + (f" --envs {args.envs}" if envs else "") + "`  ",
+          f"Command: `python benchmarks/sweep_walltime.py {shlex.quote(args.sweep)} --measure-steps {args.measure_steps} "
+          f"--workers {args.workers}" + (f" --envs {','.join(envs)}" if envs else "") + "`  ",
           f"Machine: {platform.node()}, {cpu_model()}, "
           f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
-          "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) "
-          "| pool estimate (h) | pool / packs |",
-          "|---|---|---|---|---|---|",
-          f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {packs / 3600:.2f} | {pool / 3600:.2f} "
-          f"| {pool / packs:.2f}× |",
-          "", "Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
-          + "."], args.write)
+          "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) |"
+          + " pool estimate (h) | pool / packs |" * bool(args.measure_steps),
+          "|---|---|---|---|" + "---|---|" * bool(args.measure_steps),
+          f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {packs / 3600:.2f} |{pool_cells}", ""]
+         + ["Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
+            + "."] * bool(measured) + notes, args.write)
 
 
 if __name__ == "__main__":

@@ -313,8 +313,9 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
 
     signum = getattr(exc, "signum", signal.SIGINT)
     if isinstance(exc, SweepInterrupted):
-        print(f"rlkit: interrupted; no further run started, the runs in flight checkpointed and stopped; "
-              f"continue with: {exc.command}", file=sys.stderr)
+        restart = "; a baseline in flight (SB3, sb3-contrib) keeps no checkpoint and starts again" * exc.baselines
+        print(f"rlkit: interrupted; no further run started, the rlkit runs in flight checkpointed and stopped"
+              f"{restart}; continue with: {exc.command}", file=sys.stderr)
         return 130
     if isinstance(exc, PopulationInterrupted):
         for run_dir, error in exc.failed.items():

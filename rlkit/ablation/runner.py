@@ -45,7 +45,9 @@ Outcome = dict[str, Any]
 
 def run_state(sweep_dir: Path, run: RunSpec) -> str:
     """``done``, ``failed``, ``extended`` (finished past the spec's budget, by hand: never run
-    again, nothing overwritten), ``partial`` (started, not finished) or ``new``."""
+    again, nothing overwritten), ``partial`` (started, not finished: it resumes from its newest
+    checkpoint), ``restart`` (an SB3 or sb3-contrib baseline started, not finished: it keeps no
+    checkpoints and starts again from step 0) or ``new``."""
     run_dir = sweep_dir / "runs" / run.name
     result = read_json(run_dir / "result.json")
     if result is not None:
@@ -53,7 +55,9 @@ def run_state(sweep_dir: Path, run: RunSpec) -> str:
     status = read_json(sweep_dir / "status" / f"{run.name}.json") or {}
     if status.get("status") == "failed":
         return "failed"
-    return "partial" if run_dir.exists() else "new"
+    if not run_dir.exists():
+        return "new"
+    return "partial" if run.kind == "rlkit" else "restart"
 
 
 @contextlib.contextmanager

@@ -34,17 +34,20 @@ class SweepSummary:
 
 
 class SweepInterrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped a sweep: no further run started, the runs in flight checkpointed."""
+    """SIGINT or SIGTERM stopped a sweep: no further run started, the rlkit runs in flight checkpointed."""
 
-    def __init__(self, command: str) -> None:
+    def __init__(self, command: str, baselines: bool = False) -> None:
         super().__init__(command)
         self.command = command
         """The command that continues the sweep."""
+        self.baselines = baselines
+        """Whether SB3 / sb3-contrib baselines were left to run: one in flight keeps no checkpoint and
+        starts again from step 0."""
 
 
 def plan(spec_path: str, out: str | None = None, budget: str | None = None
          ) -> tuple[SweepSpec, Path, list[tuple[RunSpec, str]]]:
-    """The spec, its directory and every run with its state (``done``, ``failed``, ``partial``, ``new``)."""
+    """The spec, its directory and every run with its state (:func:`run_state`)."""
     spec, sweep_dir = _checked(spec_path, out, budget)
     return spec, sweep_dir, [(run, run_state(sweep_dir, run)) for run in spec.runs]
 
@@ -82,7 +85,8 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
     with sweep_lock(sweep_dir):
         claim_sweep_dir(sweep_dir, spec, budget)
         states = [(run, run_state(sweep_dir, run)) for run in spec.runs]
-        todo = [run for run, state in states if state in ("new", "partial") or (retry_failed and state == "failed")]
+        todo = [run for run, state in states
+                if state in ("new", "partial", "restart") or (retry_failed and state == "failed")]
         bar = Progress(len(todo), spec.name, progress)
         try:
             items = pack_runs(todo, sweep_dir / "runs", size, workers) if todo else []
@@ -95,7 +99,8 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
                      *(["--pack", str(pack)] if pack != "auto" else [])]
             if isinstance(exc, WorkerDied):
                 raise WorkerDied(f"{exc}; resume with: rlkit sweep {shlex.join(again)}") from None
-            raise SweepInterrupted("rlkit sweep " + shlex.join(again)) from None
+            raise SweepInterrupted("rlkit sweep " + shlex.join(again),
+                                   baselines=any(run.kind != "rlkit" for run in todo)) from None
         finally:
             bar.close()
             done, failed, missing = write_tables(sweep_dir, spec)

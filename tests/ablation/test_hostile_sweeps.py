@@ -155,6 +155,25 @@ def test_damaged_result_and_status_files_count_as_not_finished(tmp_path):
     assert write_tables(out, spec) == (0, 0, 2)
 
 
+def test_a_started_baseline_is_shown_as_starting_again_and_the_interrupt_says_so(tmp_path, capsys):
+    out = tmp_path / "out"
+    spec = expand({**BASE, "seeds": 1, "variants": {"ppo": {}, "sb3:ppo": {}}})
+    claim_sweep_dir(out, spec, None)
+    for run in spec.runs:
+        (out / "runs" / run.name).mkdir()
+    assert {run.kind: run_state(out, run) for run in spec.runs} == {"rlkit": "partial", "sb3:ppo": "restart"}
+    assert main(["sweep", spec_file(tmp_path, {**BASE, "seeds": 1, "variants": {"ppo": {}, "sb3:ppo": {}}}),
+                 "--out", str(out), "--dry-run"]) == 0
+    assert "restart  sb3-ppo__CartPole-v1__s1" in capsys.readouterr().out
+    from rlkit.ablation.sweep import SweepInterrupted
+    from rlkit.cli import _interrupted
+
+    for baselines in (False, True):
+        assert _interrupted(SweepInterrupted("rlkit sweep x.toml", baselines=baselines), "sweep") == 130
+        err = capsys.readouterr().err
+        assert ("starts again" in err) == baselines and err.count("\n") == 1
+
+
 def test_a_run_extended_by_hand_is_not_counted_as_the_sweeps_and_is_left_as_it_is(tmp_path):
     out = tmp_path / "out"
     spec = expand(BASE)

@@ -1,0 +1,92 @@
+"""``benchmarks/sweep_walltime.py`` under bad input: every refusal is an argparse error before
+anything is measured, failed or unfinished runs and runs without events are left out and named,
+and ``--write`` only ever appends."""
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from torch.utils.tensorboard import SummaryWriter
+
+from rlkit.ablation.results import claim_sweep_dir
+from rlkit.ablation.spec import expand
+
+ROOT = Path(__file__).parents[2]
+SPEC = {"name": "t", "envs": ["CartPole-v1"], "seeds": 3, "preset": "cartpole", "total_steps": 1024,
+        "variants": {"ppo": {}}}
+
+
+@pytest.fixture
+def walltime(monkeypatch):
+    """The script's ``main(args)``: its exit code and what it printed to stdout and stderr."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    module = importlib.import_module("sweep_walltime")
+
+    def run(args, capsys):
+        monkeypatch.setattr(sys, "argv", ["sweep_walltime.py", *map(str, args)])
+        with pytest.raises(SystemExit) as done:
+            module.main()
+            sys.exit(0)
+        out = capsys.readouterr()
+        return done.value.code, out.out, out.err
+    return run
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    """Seed 1 done with events, seed 2 done with none (records restored elsewhere), seed 3 failed."""
+    out = tmp_path / "sweep"
+    spec = expand(SPEC)
+    claim_sweep_dir(out, spec, None)
+    one, two, three = spec.runs
+    (out / "runs" / two.name).mkdir()
+    writer = SummaryWriter(str(out / "runs" / one.name))
+    for i, wall in enumerate((2e9, 2e9 + 30, 2e9 + 90)):
+        writer.add_scalar("charts/x", 1.0, i, walltime=wall)
+    writer.close()
+    for run, status in ((one, {"status": "done", "seconds": 90.0}), (two, {"status": "done", "seconds": 60.0}),
+                        (three, {"status": "failed", "error": "boom"})):
+        (out / "status" / f"{run.name}.json").write_text(json.dumps(status))
+    return out
+
+
+@pytest.mark.parametrize("args", [
+    ["--write", "{tmp}"], ["--write", "{tmp}/no/R.md"], ["--workers", "0"], ["--gap", "-1"], ["--gap", "nan"],
+    ["--envs", ","], ["--envs", " "], ["--envs", "Nope"], ["--envs", "cartpole-v1"],
+    ["--measure-steps", "100"], ["--measure-steps", "-5"],
+])
+def test_bad_input_is_refused_before_anything_is_measured(walltime, sweep, tmp_path, capsys, args):
+    code, out, err = walltime([sweep, "--measure-steps", "50000",
+                               *[a.format(tmp=tmp_path) for a in args]], capsys)
+    assert code == 2 and err.strip().splitlines()[-1].startswith("sweep_walltime.py: error: ")
+    assert "Traceback" not in err and not out
+
+
+@pytest.mark.parametrize("damage", ["missing", "empty", "truncated manifest", "a file"])
+def test_a_folder_that_is_not_a_sweep_is_refused(walltime, sweep, tmp_path, capsys, damage):
+    target = {"missing": tmp_path / "nothing", "empty": tmp_path / "empty", "a file": sweep / "manifest.json",
+              "truncated manifest": sweep}[damage]
+    if damage == "empty":
+        target.mkdir()
+    if damage == "truncated manifest":
+        text = (sweep / "manifest.json").read_text()
+        (sweep / "manifest.json").write_text(text[: len(text) // 2])
+    code, _, err = walltime([target, "--measure-steps", "0"], capsys)
+    assert code == 2 and "not a readable sweep folder" in err.strip().splitlines()[-1]
+
+
+def test_failed_and_eventless_runs_are_named_and_the_file_is_only_appended_to(walltime, sweep, tmp_path, capsys):
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# earlier\nno final newline")
+    code, out, _ = walltime([sweep, "--measure-steps", "0", "--envs", " CartPole-v1 ", "--write", results], capsys)
+    assert code == 0
+    text = results.read_text()
+    assert text.startswith("# earlier\nno final newline\n") and out.strip() in text
+    row = next(line for line in out.splitlines() if line.startswith("| 2 |"))  # the failed run is left out
+    assert row.split("|")[2].strip() == "0.03"  # seed 1's 90 s of events
+    assert "pool" not in out and "nan" not in row
+    assert "Left out, not finished or failed: 1 runs (ppo__CartPole-v1__s3)" in out
+    assert "No TensorBoard events on this machine for 1 of the 2 runs" in out
+    assert "--envs CartPole-v1`" in out
