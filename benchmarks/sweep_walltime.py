@@ -68,16 +68,15 @@ def alone_seconds(config: dict, steps: int) -> float:
         return (time.perf_counter() - start) * int(config["total_steps"]) / steps
 
 
-def recorded_seconds(sweep: Path, runs: list) -> list[float]:
+def recorded_seconds(runs: list, seconds: dict[str, float]) -> list[float]:
     """Each pack's (or lone run's) own recorded seconds, in the sweep's order: the members of a pack
     share its seconds in their status files, so a (variant, env)'s distinct values are its packs.
     A sweep restored from kept records (experiments/mujoco_recipes.sh) has these for every run but
     TensorBoard events only for the runs this machine ran."""
     groups: dict[tuple[str, str, str], set[float]] = {}
     for run in runs:
-        status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
         key = (run.variant, run.env, run.name if run.kind != "rlkit" else "")
-        groups.setdefault(key, set()).add(float(status["seconds"]))
+        groups.setdefault(key, set()).add(seconds[run.name])
     return [s for values in groups.values() for s in sorted(values)]
 
 
@@ -106,18 +105,20 @@ def read_sweep(ap: argparse.ArgumentParser, sweep: Path) -> list:
         ap.error(f"{sweep} is not a readable sweep folder ({type(exc).__name__}: {one_line(exc)})")
 
 
-def finished(sweep: Path, runs: list) -> tuple[list, list[str]]:
-    """The runs whose status says done (they have seconds), and the names of the others (failed,
-    unfinished, or with a missing or damaged status file)."""
-    done, left = [], []
+def finished(sweep: Path, runs: list) -> tuple[list, dict[str, float], list[str]]:
+    """The runs whose status says done, their recorded seconds by name, and the names of the others
+    (failed, unfinished, or with a missing or damaged status file)."""
+    done, seconds, left = [], {}, []
     for run in runs:
         try:
             status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
-            float(status["seconds"])
-            (done if status.get("status") == "done" else left).append(run)
-        except (OSError, ValueError, KeyError, TypeError):
-            left.append(run)
-    return done, [run.name for run in left]
+            if status.get("status") != "done":
+                raise ValueError(status.get("status"))
+            seconds[run.name] = float(status["seconds"])
+            done.append(run)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            left.append(run.name)
+    return done, seconds, left
 
 
 def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace, runs: list) -> list[str]:
@@ -164,16 +165,16 @@ def main() -> None:
     sweep = Path(args.sweep)
     runs = read_sweep(ap, sweep)
     envs = check_args(ap, args, runs)
-    runs, left = finished(sweep, [run for run in runs if not envs or run.env in envs])
+    runs, seconds, left = finished(sweep, [run for run in runs if not envs or run.env in envs])
     names = {run.name for run in runs}
     with_events = {f.parent.name for f in sweep.glob("runs/*/events.out.tfevents.*")} & names
     ran, stops, stopped = active_seconds(event_times(sweep, names), args.gap)
-    packs = in_order_seconds(recorded_seconds(sweep, runs), args.workers)
+    packs = in_order_seconds(recorded_seconds(runs, seconds), args.workers)
     measured: dict[tuple[str, str], float] = {}
     durations = []
     for run in runs if args.measure_steps else []:
         if run.kind != "rlkit":
-            durations.append(float(json.loads((sweep / "status" / f"{run.name}.json").read_text())["seconds"]))
+            durations.append(seconds[run.name])
             continue
         key = (run.variant, run.env)
         if key not in measured:
