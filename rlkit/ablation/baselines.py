@@ -6,7 +6,13 @@ libraries share a setting, and evaluated with rlkit's deterministic protocol
 (:func:`rlkit.gym.agent.run_episodes`: greedy actions, env seeds ``seed + 10000 + i``).
 
 They write what an rlkit run writes for the sweep: ``result.json`` (the same keys) and TensorBoard
-``eval/`` scalars. They keep no checkpoints: an interrupted baseline run starts again.
+``eval/`` scalars, with the library's own training statistics in the same event file under
+``sb3/`` (SB3's names: ``sb3/train/approx_kl``, ``sb3/train/clip_fraction``,
+``sb3/train/explained_variance``, ``sb3/time/fps``, ``sb3/rollout/ep_rew_mean``; SB3 averages
+approx_kl and the clip fraction over every epoch where rlkit's ``losses/`` report the last, and it
+writes an update's statistics after the next rollout, one rollout later than rlkit does). Nothing
+else is written: not SB3's default log folder in the temp directory. They keep no checkpoints: an
+interrupted baseline run starts again.
 """
 
 from __future__ import annotations
@@ -127,6 +133,25 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
     return TRPO(policy, env, **_common(cfg))  # its own trust region (target_kl 0.01) and critic updates
 
 
+def sb3_logger(logger: Logger) -> Any:
+    """An SB3 logger whose one output is ``logger``: every numeric statistic SB3 records, at SB3's
+    step, as ``sb3/<SB3's key>`` (booleans and text are left out)."""
+    from stable_baselines3.common.logger import KVWriter
+    from stable_baselines3.common.logger import Logger as SB3Logger
+
+    class Forward(KVWriter):
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+            values = {f"sb3/{key}": float(value) for key, value in key_values.items()
+                      if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)}
+            if values:
+                logger.scalars(values, step)
+
+        def close(self) -> None:
+            """The run's logger is closed by its owner."""
+
+    return SB3Logger(folder=None, output_formats=[Forward()])
+
+
 def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Train and evaluate one baseline run; returns (and writes) its ``result.json``."""
     from stable_baselines3.common.callbacks import BaseCallback
@@ -137,6 +162,7 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
     # tells TensorBoard to drop the earlier attempt's events (the file itself stays on disk).
     restarted = any(run_dir.glob("events.out.tfevents.*"))
     logger = Logger(str(run_dir), purge_step=0 if restarted else None)
+    model.set_logger(sb3_logger(logger))
     history: list[tuple[int, float, float]] = []
     seconds: list[float] = []
     clock = {"start": time.perf_counter(), "eval": 0.0}

@@ -262,3 +262,34 @@ def test_a_restarted_baseline_hides_its_earlier_attempt_in_tensorboard(tmp_path)
     points = [(e.step, e.value) for e in acc.Scalars("eval/return_mean")]
     assert [step for step, _ in points] == [512, 1024] and -1.0 not in [v for _, v in points]
     assert len(list(run_dir.glob("events.out.tfevents.*"))) == 2  # the earlier attempt's file is kept
+
+
+@pytest.mark.parametrize("kind,tag", [("sb3:ppo", "sb3/train/approx_kl"),
+                                      ("sb3-contrib:trpo", "sb3/train/kl_divergence_loss")])
+def test_a_baseline_logs_its_training_statistics_in_its_run_and_nothing_in_the_temp_dir(
+        kind, tag, tmp_path, monkeypatch):
+    pytest.importorskip("sb3_contrib")
+    import tempfile
+    import tomllib
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from rlkit.ablation.baselines import train_baseline
+    from rlkit.ablation.spec import expand
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # where SB3's default logger makes its folder
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    (run,) = [r for r in expand(tomllib.loads(SPEC)).runs if r.kind == kind and r.seed == 1]
+    run_dir = tmp_path / run.name
+    train_baseline(run.kind, {**run.config, "logdir": str(tmp_path), "run_name": run.name, "resume": None,
+                              "progress": False, "torch_threads": 1}, run_dir)
+    assert list(temp.iterdir()) == []
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    assert {tag, "sb3/train/explained_variance", "sb3/time/fps", "eval/return_mean"} <= set(tags)
+    steps = [e.step for e in acc.Scalars("sb3/time/fps")]
+    assert steps == sorted(steps) and steps[-1] == 1024 and all(s % 256 == 0 for s in steps)
+    assert all(np.isfinite(e.value) for e in acc.Scalars(tag))
