@@ -1,5 +1,5 @@
-"""How stale HP3O's replayed data is, per variant of a sweep: the mean over every update of every
-seed of the ``hp3o/`` diagnostics (and PPO's own clip fraction and approx KL), with the final
+"""How stale HP3O's replayed data is, per (env, variant) of a sweep: the mean over every update of
+every seed of the ``hp3o/`` diagnostics (and PPO's own clip fraction and approx KL), with the final
 return beside them.
 
     python benchmarks/hp3o_staleness.py sweeps/hp3o_halfcheetah --write ''
@@ -34,23 +34,30 @@ def main() -> None:
     root = Path(args.sweep_dir)
     with open(root / "runs.csv") as f:
         rows = [r for r in csv.DictReader(f) if r["status"] == "done" and r["kind"] == "rlkit"]
-    per_variant: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    per_variant: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    without: list[tuple[str, str]] = []  # (variant, env) of runs restored from kept records (result.json only)
     for row in rows:
+        if not any((root / row["run_dir"]).glob("events.out.tfevents.*")):
+            without.append((row["variant"], row["env"]))
+            continue
         tags = scalars(str(root / row["run_dir"]))
+        key = (row["env"], row["variant"])
         for tag, _ in COLUMNS:
             if tag in tags and len(tags[tag]):
-                per_variant[row["variant"]][tag].append(float(np.nanmean(tags[tag])))
-        per_variant[row["variant"]]["final"].append(float(row["final_return"]))
+                per_variant[key][tag].append(float(np.nanmean(tags[tag])))
+        per_variant[key]["final"].append(float(row["final_return"]))
     lines = [f"\n### HP3O staleness diagnostics: {root.name} — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/hp3o_staleness.py {args.sweep_dir}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores\n",
              "Each cell: the mean over seeds of a run's mean over its updates (before each update, for the replay "
-             "columns); final: mean final return.\n",
-             "| variant | seeds | final | " + " | ".join(name for _, name in COLUMNS) + " |",
-             "|---|---|---|" + "---|" * len(COLUMNS)]
-    for variant, values in per_variant.items():
+             "columns); final: mean final return." + (f" Left out, no TensorBoard events (records kept without "
+             f"them): {len(without)} runs ({', '.join(f'{v} / {e}' for v, e in sorted(set(without)))})."
+             if without else "") + "\n",
+             "| env | variant | seeds | final | " + " | ".join(name for _, name in COLUMNS) + " |",
+             "|---|---|---|---|" + "---|" * len(COLUMNS)]
+    for (env, variant), values in per_variant.items():
         cells = [f"{np.mean(values[tag]):.3g}" if values.get(tag) else "—" for tag, _ in COLUMNS]
-        lines.append(f"| {variant} | {len(values['final'])} | {np.mean(values['final']):.0f} | " + " | ".join(cells)
+        lines.append(f"| {env} | {variant} | {len(values['final'])} | {np.mean(values['final']):.0f} | " + " | ".join(cells)
                      + " |")
     emit(lines, args.write)
 

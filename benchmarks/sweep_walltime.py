@@ -96,6 +96,17 @@ def pool_seconds(durations: list[float], workers: int) -> float:
     return max(free)
 
 
+def rlkit_only(mine: list, baselines: int, seconds: dict[str, float], measured: dict[tuple[str, str], float],
+               workers: int) -> str:
+    """The rlkit runs' share of the comparison: their packs' recorded seconds against their pool
+    estimate, on the workers alone (the baselines run one per process in both)."""
+    packs = in_order_seconds(recorded_seconds(mine, seconds), workers)
+    pool = pool_seconds([measured[(run.variant, run.env)] for run in mine], workers)
+    return (f"The {len(mine)} rlkit runs alone (the {baselines} baselines run one per process either way): packs' "
+            f"recorded seconds {packs / 3600:.2f} h on the workers, pool estimate {pool / 3600:.2f} h, "
+            f"{pool / packs:.2f}×.")
+
+
 def read_sweep(ap: argparse.ArgumentParser, sweep: Path) -> list:
     """The sweep's runs from its manifest; a folder that is not a sweep is an argparse error."""
     try:
@@ -181,6 +192,9 @@ def main() -> None:
             measured[key] = alone_seconds(run.config, args.measure_steps)
         durations.append(measured[key])
     pool = pool_seconds(durations, args.workers) if durations else float("nan")
+    mine = [run for run in runs if run.kind == "rlkit"]
+    split = ([rlkit_only(mine, len(runs) - len(mine), seconds, measured, args.workers)]
+             if measured and len(mine) < len(runs) else [])
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     pool_cells = f" {pool / 3600:.2f} | {pool / packs:.2f}× |" if args.measure_steps else ""
     notes = [f"Left out, not finished or failed: {len(left)} runs ({', '.join(left[:5])}{', …' * (len(left) > 5)})."
@@ -196,7 +210,7 @@ def main() -> None:
           "|---|---|---|---|" + "---|---|" * bool(args.measure_steps),
           f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {packs / 3600:.2f} |{pool_cells}", ""]
          + ["Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
-            + "."] * bool(measured) + notes, args.write)
+            + "."] * bool(measured) + split + notes, args.write)
 
 
 if __name__ == "__main__":

@@ -90,3 +90,23 @@ def test_failed_and_eventless_runs_are_named_and_the_file_is_only_appended_to(wa
     assert "Left out, not finished or failed: 1 runs (ppo__CartPole-v1__s3)" in out
     assert "No TensorBoard events on this machine for 1 of the 2 runs" in out
     assert "--envs CartPole-v1`" in out
+
+
+def test_the_rlkit_runs_share_is_stated_apart_from_the_baselines(walltime, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "sweep"
+    spec = expand({**SPEC, "variants": {"ppo": {}, "sb3:ppo": {}}})
+    claim_sweep_dir(out, spec, None)
+    for run in spec.runs:  # the ppo pack ran 90 s; each baseline 50 s alone
+        seconds = 90.0 if run.kind == "rlkit" else 50.0
+        (out / "status" / f"{run.name}.json").write_text(json.dumps({"status": "done", "seconds": seconds}))
+    module = importlib.import_module("sweep_walltime")
+    monkeypatch.setattr(module, "alone_seconds", lambda config, steps: 100.0)
+    code, text, _ = walltime([out, "--measure-steps", "50000"], capsys)
+    assert code == 0
+    # all six runs: packs 90 s beside 3 x 50 s on two workers, in order -> 140 s; the pool: 3 x 100 s and
+    # 3 x 50 s longest first -> 250 s
+    row = next(line for line in text.splitlines() if line.startswith("| 6 |"))
+    assert row.split("|")[-2].strip() == f"{250 / 140:.2f}×"
+    # the three rlkit runs alone: their one pack 90 s against 3 x 100 s on two workers (200 s)
+    assert ("The 3 rlkit runs alone (the 3 baselines run one per process either way): packs' recorded seconds "
+            f"{90 / 3600:.2f} h on the workers, pool estimate {200 / 3600:.2f} h, {200 / 90:.2f}×.") in text
