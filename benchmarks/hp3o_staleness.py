@@ -2,6 +2,11 @@
 every seed of the ``hp3o/`` diagnostics (and PPO's own clip fraction and approx KL), with the final
 return beside them.
 
+A run's event files are read in name order, as TensorBoard reads them: a resumed run's later file
+replaces the earlier file's steps from its own first step on. A run is left out, and named, when it
+has no event file (records kept without them), an event file that does not read to its end (a
+truncated or corrupted record) or no finite final return.
+
     python benchmarks/hp3o_staleness.py sweeps/hp3o_halfcheetah --write ''
     python benchmarks/hp3o_staleness.py sweeps/hp3o_halfcheetah   # appends to benchmarks/RESULTS.md
 """
@@ -10,20 +15,56 @@ from __future__ import annotations
 
 import argparse
 import csv
-import os
-import platform
+import math
 import time
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from report import emit
-from tb_summary import scalars
+from report import cpu_model, emit
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
 
 COLUMNS = [("hp3o/newest_sample_frac", "newest share"), ("hp3o/sampled_age", "mean age"),
            ("hp3o/best_age", "best's age"), ("hp3o/replay_log_ratio_std", "log-ratio std"),
            ("hp3o/replay_clipfrac_newest", "clip newest"), ("hp3o/replay_clipfrac_older", "clip older"),
            ("losses/clipfrac", "clipfrac"), ("losses/approx_kl", "approx KL"), ("losses/entropy", "entropy")]
+
+
+def read_file(path: Path) -> dict[str, dict[int, float]]:
+    """Every scalar of one event file by tag and step; ``ValueError`` when the file does not read
+    to its end (each record is its data plus 16 bytes of length and CRCs)."""
+    size = sum(len(record) + 16 for record in RawEventFileLoader(str(path)).Load())
+    if size != path.stat().st_size:
+        raise ValueError(f"{path.name} reads {size} of its {path.stat().st_size} bytes")
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
+
+
+def read_run(run_dir: Path) -> dict[str, np.ndarray]:
+    """A run's scalars over all its event files, in step order (``FileNotFoundError``: none)."""
+    files = sorted(run_dir.glob("events.out.tfevents.*"))
+    if not files:
+        raise FileNotFoundError("no event file")
+    merged: dict[str, dict[int, float]] = defaultdict(dict)
+    for path in files:
+        values = read_file(path)
+        first = min((min(steps) for steps in values.values() if steps), default=None)
+        for steps in merged.values() if first is not None else []:
+            for step in [s for s in steps if s >= first]:
+                del steps[step]
+        for tag, steps in values.items():
+            merged[tag].update(steps)
+    return {tag: np.array([steps[s] for s in sorted(steps)]) for tag, steps in merged.items()}
+
+
+def final_return(row: dict[str, str]) -> float:
+    """The run's finite final return (``ValueError`` otherwise)."""
+    value = float(row["final_return"])
+    if not math.isfinite(value):
+        raise ValueError(f"final return {value}")
+    return value
 
 
 def main() -> None:
@@ -32,33 +73,43 @@ def main() -> None:
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append the section here ('' to skip)")
     args = parser.parse_args()
     root = Path(args.sweep_dir)
-    with open(root / "runs.csv") as f:
-        rows = [r for r in csv.DictReader(f) if r["status"] == "done" and r["kind"] == "rlkit"]
+    try:
+        with open(root / "runs.csv", encoding="utf-8") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("status") == "done" and r.get("kind") == "rlkit"]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        parser.error(f"{args.sweep_dir}: no readable runs.csv ({type(exc).__name__})")
     per_variant: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    without: list[tuple[str, str]] = []  # (variant, env) of runs restored from kept records (result.json only)
+    left: dict[str, list[str]] = defaultdict(list)  # why -> the runs left out for it
     for row in rows:
-        if not any((root / row["run_dir"]).glob("events.out.tfevents.*")):
-            without.append((row["variant"], row["env"]))
+        try:
+            final = final_return(row)
+            tags = read_run(root / row["run_dir"])
+        except FileNotFoundError:
+            left["no TensorBoard events (records kept without them)"].append(f"{row['env']} {row['variant']}")
             continue
-        tags = scalars(str(root / row["run_dir"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            left[f"unreadable ({type(exc).__name__})"].append(f"{row.get('run_dir')}")
+            continue
         key = (row["env"], row["variant"])
         for tag, _ in COLUMNS:
             if tag in tags and len(tags[tag]):
                 per_variant[key][tag].append(float(np.nanmean(tags[tag])))
-        per_variant[key]["final"].append(float(row["final_return"]))
+        per_variant[key]["final"].append(final)
+    if not per_variant:
+        parser.error(f"{args.sweep_dir}: no finished rlkit run with readable events and a final return")
+    notes = "".join(f" Left out, {why}: {len(runs)} runs ({', '.join(sorted(set(runs)))})."
+                    for why, runs in left.items())
     lines = [f"\n### HP3O staleness diagnostics: {root.name} — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/hp3o_staleness.py {args.sweep_dir}`  ",
-             f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores\n",
+             f"Machine: {cpu_model()} (not timed)\n",
              "Each cell: the mean over seeds of a run's mean over its updates (before each update, for the replay "
-             "columns); final: mean final return." + (f" Left out, no TensorBoard events (records kept without "
-             f"them): {len(without)} runs ({', '.join(f'{v} / {e}' for v, e in sorted(set(without)))})."
-             if without else "") + "\n",
+             "columns); final: mean final return." + notes + "\n",
              "| env | variant | seeds | final | " + " | ".join(name for _, name in COLUMNS) + " |",
              "|---|---|---|---|" + "---|" * len(COLUMNS)]
     for (env, variant), values in per_variant.items():
         cells = [f"{np.mean(values[tag]):.3g}" if values.get(tag) else "—" for tag, _ in COLUMNS]
-        lines.append(f"| {env} | {variant} | {len(values['final'])} | {np.mean(values['final']):.0f} | " + " | ".join(cells)
-                     + " |")
+        lines.append(f"| {env} | {variant} | {len(values['final'])} | {np.mean(values['final']):.0f} | "
+                     + " | ".join(cells) + " |")
     emit(lines, args.write)
 
 

@@ -118,14 +118,18 @@ def read_sweep(ap: argparse.ArgumentParser, sweep: Path) -> list:
 
 def finished(sweep: Path, runs: list) -> tuple[list, dict[str, float], list[str]]:
     """The runs whose status says done, their recorded seconds by name, and the names of the others
-    (failed, unfinished, or with a missing or damaged status file)."""
+    (failed, unfinished, or with a missing or damaged status file: one whose seconds are not a
+    positive finite number counts as damaged)."""
     done, seconds, left = [], {}, []
     for run in runs:
         try:
             status = json.loads((sweep / "status" / f"{run.name}.json").read_text())
             if status.get("status") != "done":
                 raise ValueError(status.get("status"))
-            seconds[run.name] = float(status["seconds"])
+            value = status["seconds"]
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+                raise ValueError(f"seconds {value!r}")
+            seconds[run.name] = float(value)
             done.append(run)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             left.append(run.name)
@@ -177,6 +181,9 @@ def main() -> None:
     runs = read_sweep(ap, sweep)
     envs = check_args(ap, args, runs)
     runs, seconds, left = finished(sweep, [run for run in runs if not envs or run.env in envs])
+    if not runs:
+        ap.error(f"no finished run in {args.sweep}" + (f" on {', '.join(envs)}" if envs else "")
+                 + f" ({len(left)} failed, unfinished or with a damaged status file)")
     names = {run.name for run in runs}
     with_events = {f.parent.name for f in sweep.glob("runs/*/events.out.tfevents.*")} & names
     ran, stops, stopped = active_seconds(event_times(sweep, names), args.gap)

@@ -10,9 +10,9 @@ They write what an rlkit run writes for the sweep: ``result.json`` (the same key
 ``sb3/`` (SB3's names: ``sb3/train/approx_kl``, ``sb3/train/clip_fraction``,
 ``sb3/train/explained_variance``, ``sb3/time/fps``, ``sb3/rollout/ep_rew_mean``; SB3 averages
 approx_kl and the clip fraction over every epoch where rlkit's ``losses/`` report the last, and it
-writes an update's statistics after the next rollout, one rollout later than rlkit does). Nothing
-else is written: not SB3's default log folder in the temp directory. They keep no checkpoints: an
-interrupted baseline run starts again.
+writes an update's statistics after the next rollout, one rollout later than rlkit does, so the
+last update's never). SB3's default log folder in the temp directory (an empty ``SB3-<time>`` per
+run) is not made. They keep no checkpoints: an interrupted baseline run starts again.
 """
 
 from __future__ import annotations

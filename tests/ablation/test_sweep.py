@@ -285,7 +285,8 @@ def test_a_baseline_logs_its_training_statistics_in_its_run_and_nothing_in_the_t
     run_dir = tmp_path / run.name
     train_baseline(run.kind, {**run.config, "logdir": str(tmp_path), "run_name": run.name, "resume": None,
                               "progress": False, "torch_threads": 1}, run_dir)
-    assert list(temp.iterdir()) == []
+    # torch's own per-user cache folder (made when the optimizer imports torch._dynamo) may appear
+    assert [p.name for p in temp.iterdir() if not p.name.startswith("torchinductor_")] == []
     acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     acc.Reload()
     tags = acc.Tags()["scalars"]

@@ -110,3 +110,26 @@ def test_the_rlkit_runs_share_is_stated_apart_from_the_baselines(walltime, tmp_p
     # the three rlkit runs alone: their one pack 90 s against 3 x 100 s on two workers (200 s)
     assert ("The 3 rlkit runs alone (the 3 baselines run one per process either way): packs' recorded seconds "
             f"{90 / 3600:.2f} h on the workers, pool estimate {200 / 3600:.2f} h, {200 / 90:.2f}×.") in text
+
+
+@pytest.mark.parametrize("value", ["0.0", "-90", "NaN", "Infinity", "true", "\"90\"", "null"])
+def test_a_status_with_seconds_that_are_not_a_positive_number_is_left_out_and_named(
+        walltime, sweep, capsys, monkeypatch, value):
+    name = expand(SPEC).runs[1].name
+    (sweep / "status" / f"{name}.json").write_text('{"status": "done", "seconds": %s}' % value)
+    module = importlib.import_module("sweep_walltime")
+    monkeypatch.setattr(module, "alone_seconds", lambda config, steps: 100.0)
+    code, out, err = walltime([sweep, "--measure-steps", "50000"], capsys)
+    assert code == 0 and "Traceback" not in err
+    assert f"Left out, not finished or failed: 2 runs ({name}, " in out
+    row = next(line for line in out.splitlines() if line.startswith("| 1 |"))
+    assert "inf" not in row and "nan" not in row and row.split("|")[-2].strip() == f"{100 / 90:.2f}×"
+
+
+def test_a_sweep_with_nothing_finished_is_refused_in_one_line(walltime, sweep, capsys):
+    for status in (sweep / "status").iterdir():
+        status.unlink()
+    code, out, err = walltime([sweep, "--measure-steps", "50000"], capsys)
+    assert code == 2 and not out and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (f"sweep_walltime.py: error: no finished run in {sweep} (3 failed, "
+                                            "unfinished or with a damaged status file)")

@@ -1,0 +1,89 @@
+"""``benchmarks/hp3o_staleness.py`` on damaged sweeps: a resumed run's files read as TensorBoard
+reads them, runs without events, with a damaged event file or no final return are left out and
+named, and a sweep with nothing to read is refused in one line with nothing appended."""
+
+import csv
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+from torch.utils.tensorboard import SummaryWriter
+
+ROOT = Path(__file__).parents[2]
+FIELDS = ["variant", "env", "seed", "kind", "status", "final_return", "run_dir"]
+
+
+def events(run_dir: Path, name: str, points: dict[int, float]) -> Path:
+    """One event file named ``events.out.tfevents.<name>`` with ``hp3o/sampled_age`` at ``points``."""
+    scratch = run_dir / f"w{name}"
+    writer = SummaryWriter(str(scratch))
+    for step, value in points.items():
+        writer.add_scalar("hp3o/sampled_age", value, step)
+    writer.close()
+    (produced,) = scratch.glob("events.out.tfevents.*")
+    target = run_dir / f"events.out.tfevents.{name}"
+    produced.rename(target)
+    scratch.rmdir()
+    return target
+
+
+@pytest.fixture
+def staleness(monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    module = importlib.import_module("hp3o_staleness")
+
+    def run(*args):
+        monkeypatch.setattr(sys, "argv", ["hp3o_staleness.py", *map(str, args)])
+        with pytest.raises(SystemExit) as done:
+            module.main()
+            sys.exit(0)
+        out = capsys.readouterr()
+        return done.value.code, out.out, out.err
+    return run
+
+
+def sweep(tmp_path: Path, runs: list[dict]) -> Path:
+    root = tmp_path / "sweep"
+    (root / "runs").mkdir(parents=True)
+    with open(root / "runs.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, FIELDS)
+        writer.writeheader()
+        for i, run in enumerate(runs, 1):
+            writer.writerow({"variant": "hp3o", "env": "E-v0", "seed": i, "kind": "rlkit", "status": "done",
+                             "final_return": "10", "run_dir": f"runs/r{i}", **run})
+            (root / "runs" / f"r{i}").mkdir()
+    return root
+
+
+def test_a_resumed_run_reads_as_tensorboard_does_and_damaged_runs_are_named(staleness, tmp_path):
+    root = sweep(tmp_path, [{}, {}, {}, {}, {"final_return": ""}])
+    events(root / "runs" / "r1", "1000.a", {1: 1.0, 2: 1.0, 3: 100.0, 4: 100.0})  # killed after step 4
+    events(root / "runs" / "r1", "1001.a", {3: 3.0})  # resumed from step 2's checkpoint: 1, 1, 3
+    truncated = events(root / "runs" / "r2", "1000.a", {1: 50.0, 2: 50.0})
+    truncated.write_bytes(truncated.read_bytes()[:-7])
+    (root / "runs" / "r3" / "events.out.tfevents.1000.a").write_bytes(b"\x07" * 500)
+    events(root / "runs" / "r5", "1000.a", {1: 50.0})
+    # r4 has no events (records kept without them)
+    code, out, err = staleness(root, "--write", "")
+    assert code == 0 and "Traceback" not in err
+    row = next(line for line in out.splitlines() if line.startswith("| E-v0 | hp3o |"))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[3] == "1" and cells[6] == f"{5 / 3:.3g}"  # seeds, mean age of r1 only
+    assert "Left out, no TensorBoard events (records kept without them): 1 runs (E-v0 hp3o)." in out
+    assert "Left out, unreadable (ValueError): 3 runs (runs/r2, runs/r3, runs/r5)." in out
+
+
+@pytest.mark.parametrize("case", ["no runs.csv", "nothing readable", "header only"])
+def test_a_sweep_with_nothing_to_read_is_refused_and_nothing_is_appended(staleness, tmp_path, case):
+    root = sweep(tmp_path, [{}, {}])
+    if case == "no runs.csv":
+        (root / "runs.csv").unlink()
+    if case == "header only":
+        (root / "runs.csv").write_text(",".join(FIELDS) + "\n")
+    results = tmp_path / "R.md"
+    results.write_text("# earlier\n")
+    code, out, err = staleness(root, "--write", results)
+    assert code == 2 and not out and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("hp3o_staleness.py: error: ")
+    assert results.read_text() == "# earlier\n"
