@@ -2,10 +2,10 @@
 every seed of the ``hp3o/`` diagnostics (and PPO's own clip fraction and approx KL), with the final
 return beside them.
 
-A run's event files are read in name order, as TensorBoard reads them: a resumed run's later file
-replaces the earlier file's steps from its own first step on. A run is left out, and named, when it
-has no event file (records kept without them), an event file that does not read to its end (a
-truncated or corrupted record) or no finite final return.
+A run's event files are read as TensorBoard reads them (``tb_summary.scalars``: a resumed run's
+later file replaces the earlier file's steps). A run is left out, and named, when it has no event
+file (records kept without them), an event file that does not read to its end (a truncated or
+corrupted record) or no finite final return.
 
     python benchmarks/hp3o_staleness.py sweeps/hp3o_halfcheetah --write ''
     python benchmarks/hp3o_staleness.py sweeps/hp3o_halfcheetah   # appends to benchmarks/RESULTS.md
@@ -22,41 +22,12 @@ from pathlib import Path
 
 import numpy as np
 from report import cpu_model, emit
-from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+from tb_summary import scalars
 
 COLUMNS = [("hp3o/newest_sample_frac", "newest share"), ("hp3o/sampled_age", "mean age"),
            ("hp3o/best_age", "best's age"), ("hp3o/replay_log_ratio_std", "log-ratio std"),
            ("hp3o/replay_clipfrac_newest", "clip newest"), ("hp3o/replay_clipfrac_older", "clip older"),
            ("losses/clipfrac", "clipfrac"), ("losses/approx_kl", "approx KL"), ("losses/entropy", "entropy")]
-
-
-def read_file(path: Path) -> dict[str, dict[int, float]]:
-    """Every scalar of one event file by tag and step; ``ValueError`` when the file does not read
-    to its end (each record is its data plus 16 bytes of length and CRCs)."""
-    size = sum(len(record) + 16 for record in RawEventFileLoader(str(path)).Load())
-    if size != path.stat().st_size:
-        raise ValueError(f"{path.name} reads {size} of its {path.stat().st_size} bytes")
-    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
-
-
-def read_run(run_dir: Path) -> dict[str, np.ndarray]:
-    """A run's scalars over all its event files, in step order (``FileNotFoundError``: none)."""
-    files = sorted(run_dir.glob("events.out.tfevents.*"))
-    if not files:
-        raise FileNotFoundError("no event file")
-    merged: dict[str, dict[int, float]] = defaultdict(dict)
-    for path in files:
-        values = read_file(path)
-        first = min((min(steps) for steps in values.values() if steps), default=None)
-        for steps in merged.values() if first is not None else []:
-            for step in [s for s in steps if s >= first]:
-                del steps[step]
-        for tag, steps in values.items():
-            merged[tag].update(steps)
-    return {tag: np.array([steps[s] for s in sorted(steps)]) for tag, steps in merged.items()}
 
 
 def final_return(row: dict[str, str]) -> float:
@@ -83,7 +54,7 @@ def main() -> None:
     for row in rows:
         try:
             final = final_return(row)
-            tags = read_run(root / row["run_dir"])
+            tags = scalars(str(root / row["run_dir"]))
         except FileNotFoundError:
             left["no TensorBoard events (records kept without them)"].append(f"{row['env']} {row['variant']}")
             continue

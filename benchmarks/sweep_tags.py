@@ -33,8 +33,13 @@ def main() -> None:
         rows = [r for r in csv.DictReader(f) if r["status"] == "done" and r["kind"] == "rlkit"
                 and (args.env is None or r["env"] == args.env)]
     cells: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    unread = []  # runs without readable events (records kept without them, a damaged file)
     for row in rows:
-        tags = scalars(str(root / row["run_dir"]))
+        try:
+            tags = scalars(str(root / row["run_dir"]))
+        except (OSError, ValueError):
+            unread.append(row["run_dir"])
+            continue
         for tag in args.tags:
             if tag in tags and len(tags[tag]):
                 values = tags[tag]
@@ -43,7 +48,8 @@ def main() -> None:
              f"Command: `python benchmarks/sweep_tags.py {args.sweep_dir}"
              + (f" --env {args.env}" if args.env else "") + f" --tags {' '.join(args.tags)} --k {args.k}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores\n",
-             f"Mean over seeds of each run's mean over its first and last {args.k} updates.\n",
+             f"Mean over seeds of each run's mean over its first and last {args.k} updates."
+             + (f" Left out, no readable TensorBoard events: {len(unread)} runs." if unread else "") + "\n",
              "| variant | env | tag | seeds | first | last |", "|---|---|---|---|---|---|"]
     for (variant, env, tag), pairs in cells.items():
         first, last = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])

@@ -9,21 +9,44 @@ means", "per 20-update block"). Example:
 from __future__ import annotations
 
 import argparse
-import glob
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+
+
+def read_file(path: Path) -> dict[str, dict[int, float]]:
+    """Every scalar of one event file by tag and step; ``ValueError`` when the file does not read
+    to its end (a truncated or corrupted record: each record is its data plus 16 bytes of length
+    and CRCs)."""
+    size = sum(len(record) + 16 for record in RawEventFileLoader(str(path)).Load())
+    if size != path.stat().st_size:
+        raise ValueError(f"{path.name} reads {size} of its {path.stat().st_size} bytes")
+    acc = EventAccumulator(str(path), size_guidance={"scalars": 0})
+    acc.Reload()
+    return {tag: {e.step: e.value for e in acc.Scalars(tag)} for tag in acc.Tags()["scalars"]}
 
 
 def scalars(path: str) -> dict[str, np.ndarray]:
-    """Every scalar tag of the newest event file under ``path`` (a run folder or an event file)."""
-    files = [path] if Path(path).is_file() else sorted(glob.glob(f"{path}/**/events.out.tfevents.*", recursive=True))
+    """Every scalar tag of a run (a run folder: all its event files) or of one event file, in step
+    order. A run's files are read in name order, as TensorBoard reads them: a resumed run's later
+    file replaces the earlier files' steps from its own first step on. ``FileNotFoundError`` when
+    there is no event file, ``ValueError`` when one does not read to its end."""
+    files = [Path(path)] if Path(path).is_file() else sorted(Path(path).glob("events.out.tfevents.*"))
     if not files:
-        raise SystemExit(f"no TensorBoard event file under {path!r}")
-    acc = EventAccumulator(max(files, key=lambda f: Path(f).stat().st_mtime), size_guidance={"scalars": 0})
-    acc.Reload()
-    return {t: np.array([e.value for e in acc.Scalars(t)]) for t in acc.Tags()["scalars"]}
+        raise FileNotFoundError(f"no TensorBoard event file in {path!r}")
+    merged: dict[str, dict[int, float]] = defaultdict(dict)
+    for file in files:
+        values = read_file(file)
+        first = min((min(steps) for steps in values.values() if steps), default=None)
+        for steps in merged.values() if first is not None else []:
+            for step in [s for s in steps if s >= first]:
+                del steps[step]
+        for tag, steps in values.items():
+            merged[tag].update(steps)
+    return {tag: np.array([steps[s] for s in sorted(steps)]) for tag, steps in merged.items()}
 
 
 def main() -> None:
@@ -33,7 +56,11 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10, help="first/last window")
     parser.add_argument("--block", type=int, default=0, help="also print means of consecutive blocks of this size")
     args = parser.parse_args()
-    for tag, v in sorted(scalars(args.run).items()):
+    try:
+        tags = scalars(args.run)
+    except (OSError, ValueError) as exc:
+        parser.error(str(exc))
+    for tag, v in sorted(tags.items()):
         if (args.tags and tag not in args.tags) or len(v) == 0:
             continue
         k = min(args.k, len(v))

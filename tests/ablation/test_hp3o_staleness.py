@@ -1,16 +1,14 @@
-"""``benchmarks/hp3o_staleness.py`` on damaged sweeps: a resumed run's files read as TensorBoard
+"""``benchmarks/hp3o_staleness.py`` (and the event reading it shares with ``tb_summary.py`` and
+``sweep_tags.py``) on damaged sweeps: a resumed run's files read as TensorBoard
 reads them, runs without events, with a damaged event file or no final return are left out and
 named, and a sweep with nothing to read is refused in one line with nothing appended."""
 
 import csv
-import importlib
-import sys
 from pathlib import Path
 
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
-ROOT = Path(__file__).parents[2]
 FIELDS = ["variant", "env", "seed", "kind", "status", "final_return", "run_dir"]
 
 
@@ -29,18 +27,8 @@ def events(run_dir: Path, name: str, points: dict[int, float]) -> Path:
 
 
 @pytest.fixture
-def staleness(monkeypatch, capsys):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    module = importlib.import_module("hp3o_staleness")
-
-    def run(*args):
-        monkeypatch.setattr(sys, "argv", ["hp3o_staleness.py", *map(str, args)])
-        with pytest.raises(SystemExit) as done:
-            module.main()
-            sys.exit(0)
-        out = capsys.readouterr()
-        return done.value.code, out.out, out.err
-    return run
+def staleness(benchmark_script):
+    return benchmark_script("hp3o_staleness")
 
 
 def sweep(tmp_path: Path, runs: list[dict]) -> Path:
@@ -87,3 +75,16 @@ def test_a_sweep_with_nothing_to_read_is_refused_and_nothing_is_appended(stalene
     assert code == 2 and not out and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("hp3o_staleness.py: error: ")
     assert results.read_text() == "# earlier\n"
+
+
+def test_the_other_event_readers_share_the_reading(benchmark_script, tmp_path):
+    root = sweep(tmp_path, [{}, {}])
+    events(root / "runs" / "r1", "1000.a", {1: 1.0, 2: 1.0, 3: 100.0})
+    events(root / "runs" / "r1", "1001.a", {3: 4.0})  # resumed from step 2
+    code, out, err = benchmark_script("tb_summary")(root / "runs" / "r1", "--tags", "hp3o/sampled_age", "--k", "1")
+    assert code == 0 and "n=   3" in out and "first1=    1.000 last1=    4.000" in out
+    code, out, err = benchmark_script("tb_summary")(root / "runs" / "r2")
+    assert code == 2 and err.strip().splitlines()[-1].startswith("tb_summary.py: error: no TensorBoard event file")
+    code, out, err = benchmark_script("sweep_tags")(root, "--tags", "hp3o/sampled_age", "--k", "1", "--write", "")
+    assert code == 0 and "Left out, no readable TensorBoard events: 1 runs." in out
+    assert "| hp3o | E-v0 | hp3o/sampled_age | 1 | 1 | 4 |" in out

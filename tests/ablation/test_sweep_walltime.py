@@ -4,8 +4,6 @@ and ``--write`` only ever appends."""
 
 import importlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from torch.utils.tensorboard import SummaryWriter
@@ -13,25 +11,15 @@ from torch.utils.tensorboard import SummaryWriter
 from rlkit.ablation.results import claim_sweep_dir
 from rlkit.ablation.spec import expand
 
-ROOT = Path(__file__).parents[2]
 SPEC = {"name": "t", "envs": ["CartPole-v1"], "seeds": 3, "preset": "cartpole", "total_steps": 1024,
         "variants": {"ppo": {}}}
 
 
 @pytest.fixture
-def walltime(monkeypatch):
+def walltime(benchmark_script):
     """The script's ``main(args)``: its exit code and what it printed to stdout and stderr."""
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    module = importlib.import_module("sweep_walltime")
-
-    def run(args, capsys):
-        monkeypatch.setattr(sys, "argv", ["sweep_walltime.py", *map(str, args)])
-        with pytest.raises(SystemExit) as done:
-            module.main()
-            sys.exit(0)
-        out = capsys.readouterr()
-        return done.value.code, out.out, out.err
-    return run
+    run = benchmark_script("sweep_walltime")
+    return lambda args, capsys: run(*args)
 
 
 @pytest.fixture
