@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rlkit.ablation import figures, stats
+from rlkit.ablation import figures, rank_tests, stats
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import expand
 from rlkit.errors import ConfigError
@@ -101,7 +101,10 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     per_env = stats.per_env_table(scores, reps)
     summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "per_env": per_env.to_dict("records"),
                                "runs": runs["status"].value_counts().to_dict(), "cost": _cost(runs),
-                               "non_finite": broken[["variant", "env", "seed"]].to_dict("records")}
+                               "non_finite": broken[["variant", "env", "seed"]].to_dict("records"),
+                               "intervals": rank_tests.reliability(scores),
+                               "rank_tests": {"method": RANK_METHOD,
+                                              **rank_tests.against_baseline(scores, variants, baseline)}}
     figures.per_env(per_env, colour, out / "per_env.png")
     figures.curves(results, "step", colour, out / "curves_steps.png")
     figures.curves(results, "wall_s", colour, out / "curves_wallclock.png")
@@ -155,10 +158,41 @@ def _finite(value: Any) -> Any:
     return value
 
 
+RANK_METHOD = ("Mann-Whitney U per env, p-values from U's exact permutation distribution (ties as mid-ranks; "
+               f"the normal approximation with tie and continuity corrections past {rank_tests.EXACT_MAX_RUNS} pooled "
+               "runs, marked); across envs, the stratified test of the mean per-env P(X > Y) against its exact "
+               "within-env permutation distribution (van Elteren's stratified test when every env has the same run "
+               "counts); two-sided p-values")
+
+
+def _interval(x: list[float], digits: int) -> str:
+    """``point [low, high]``, marked degenerate when the interval has zero width (every bootstrap
+    resample gave the same value: a sign of few or non-overlapping runs, not of certainty)."""
+    text = f"{x[0]:.{digits}f} [{x[1]:.{digits}f}, {x[2]:.{digits}f}]"
+    return text + " (degenerate)" if x[1] == x[2] else text
+
+
+def _p(p: float) -> str:
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _few_runs(s: dict[str, Any]) -> list[str]:
+    """The warning at the top of a report whose (variant, env)s have too few runs for its intervals."""
+    few = s.get("intervals", {})
+    if few.get("intervals_reliable", True):
+        return []
+    return [f"**Few runs: the intervals are not reliable.** {few['fewest_runs']} run(s) per (variant, env) at the "
+            f"fewest, below the {few['min_runs']} a bootstrap interval needs: resampling so few runs only reshuffles "
+            "them (an IQM interval spans at most their range; runs that do not overlap give P(> baseline) the "
+            "degenerate interval [1, 1]). Read the intervals as a description of these runs, not as a finding; "
+            "the exact rank tests at the end say how much the runs can show.", ""]
+
+
 def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str]) -> str:
     lines = [f"# Sweep report: {spec.name}", "",
              f"Metric: **{s['metric']}** return of each run ({'last evaluation' if s['metric'] == 'final' else 'mean over a common step grid'}); "
              f"baseline **{s['baseline']}**. Runs: " + ", ".join(f"{n} {k}" for k, n in s["runs"].items()) + ".", ""]
+    lines += _few_runs(s)
     missing = runs[runs.status != "done"]
     if len(missing):
         lines += ["Not included (unfinished or failed):", ""]
@@ -175,20 +209,54 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
     for r in s["per_env"]:
         cost = s["cost"].get(r["variant"], {}).get(r["env"], {})
         lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {r['mean']:.1f} ± {r['se']:.1f} | "
-                     f"{r['iqm']:.1f} [{r['iqm_low']:.1f}, {r['iqm_high']:.1f}] | {cost.get('train_seconds', float('nan')):.1f} | "
-                     f"{cost.get('steps_per_second', float('nan')):,.0f} |")
+                     f"{_interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | "
+                     f"{cost.get('train_seconds', float('nan')):.1f} | {cost.get('steps_per_second', float('nan')):,.0f} |")
     if "aggregate" in s:
-        lines += ["", "## Across environments (min-max normalized)", "",
-                  "References: " + "; ".join(f"{e}: random {r['random']:.1f}, reference {r['reference']:.1f} ({r['source']})"
-                                             for e, r in s["references"].items()), "",
-                  "| variant | seeds | IQM | median | mean | optimality gap | P(> baseline) |", "|---|---|---|---|---|---|---|"]
-        fmt = lambda x: f"{x[0]:.3f} [{x[1]:.3f}, {x[2]:.3f}]"  # noqa: E731
-        for v, a in s["aggregate"].items():
-            p = s["improvement"].get(v)
-            lines.append(f"| {v} | {s['seeds_aggregated'][v]} | {fmt(a['iqm'])} | {fmt(a['median'])} | {fmt(a['mean'])} | "
-                         f"{fmt(a['optimality_gap'])} | {fmt(p) if p else '—'} |")
+        lines += _aggregate(s)
+    lines += _rank_tests(s.get("rank_tests"))
+    lines += ["", "## Figures", ""] + [f"![{p}]({p})" for p in pngs]
+    return "\n".join(lines) + "\n"
+
+
+def _aggregate(s: dict[str, Any]) -> list[str]:
+    lines = ["", "## Across environments (min-max normalized)", "",
+             "References: " + "; ".join(f"{e}: random {r['random']:.1f}, reference {r['reference']:.1f} ({r['source']})"
+                                        for e, r in s["references"].items()), "",
+             "| variant | seeds | IQM | median | mean | optimality gap | P(> baseline) |", "|---|---|---|---|---|---|---|"]
+    for v, a in s["aggregate"].items():
+        p = s["improvement"].get(v)
+        lines.append(f"| {v} | {s['seeds_aggregated'][v]} | {_interval(a['iqm'], 3)} | {_interval(a['median'], 3)} | "
+                     f"{_interval(a['mean'], 3)} | {_interval(a['optimality_gap'], 3)} | {_interval(p, 3) if p else '—'} |")
+    if s.get("intervals", {}).get("intervals_reliable", True):
         lines += ["", "Intervals are 95% stratified-bootstrap CIs (rliable). A variant is better than the baseline "
                       "with confidence when its P(> baseline) interval lies above 0.5; overlapping IQM intervals "
                       "alone do not show a difference."]
-    lines += ["", "## Figures", ""] + [f"![{p}]({p})" for p in pngs]
-    return "\n".join(lines) + "\n"
+    else:
+        lines += ["", f"Intervals are 95% stratified-bootstrap CIs (rliable), computed from fewer than "
+                      f"{s['intervals']['min_runs']} runs per variant and env: they are not reliable, and neither an "
+                      "interval above 0.5 nor one apart from another shows a difference here. See the rank tests."]
+    lines += ["", "An interval marked *degenerate* has zero width: every bootstrap resample gave the same value "
+                  "(few runs, or runs of two variants that do not overlap). It is not a sign of certainty."]
+    return lines
+
+
+def _rank_tests(t: dict[str, Any] | None) -> list[str]:
+    if not t or not t["per_env"]:
+        return []
+    lines = ["", f"## Rank tests against {t['baseline']}", "", t["method"] + ". \"smallest p\" is the smallest "
+             "two-sided p-value these run counts allow, whatever the returns.", "",
+             "| env | variant | runs (baseline's) | U | P(X > Y) | p | smallest p |", "|---|---|---|---|---|---|---|"]
+    mark = lambda r: "" if r["method"] == rank_tests.EXACT else " (normal approx.)"  # noqa: E731
+    for r in t["per_env"]:
+        lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} ({r['baseline_runs']}) | {r['statistic']:.1f} | "
+                     f"{r['p_improvement']:.3f} | {_p(r['p_value'])}{mark(r)} | {_p(r['min_p_value'])} |")
+    if any(len(c["envs"]) > 1 for c in t["combined"].values()):
+        lines += ["", "Across environments (stratified):", "", "| variant | envs | mean P(X > Y) | p | smallest p |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {v} | {len(c['envs'])} | {c['p_improvement']:.3f} | {_p(c['p_value'])}{mark(c)} | "
+                  f"{_p(c['min_p_value'])} |" for v, c in t["combined"].items()]
+    tests = t["per_env"] + list(t["combined"].values())
+    if any(r["min_p_value"] > 0.05 for r in tests):
+        lines += ["", "Where \"smallest p\" is above 0.05, no outcome of these runs, however far apart, can give a "
+                      "two-sided p-value below 0.05: more seeds are needed to show a difference at that level."]
+    return lines

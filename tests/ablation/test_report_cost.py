@@ -17,5 +17,5 @@ def test_cost_is_per_variant_and_env_and_reaches_the_table():
                "per_env": [{**row, "env": "A"}, {**row, "env": "B"}]}
     spec = type("Spec", (), {"name": "t"})()
     text = _markdown(spec, runs[runs.status == "done"], summary, [])
-    assert "| A | ppo | 1 | 1.0 ± 0.0 | 1.0 [1.0, 1.0] | 15.0 | 2,000 |" in text
-    assert "| B | ppo | 1 | 1.0 ± 0.0 | 1.0 [1.0, 1.0] | 100.0 | 400 |" in text
+    assert "| A | ppo | 1 | 1.0 ± 0.0 | 1.0 [1.0, 1.0] (degenerate) | 15.0 | 2,000 |" in text
+    assert "| B | ppo | 1 | 1.0 ± 0.0 | 1.0 [1.0, 1.0] (degenerate) | 100.0 | 400 |" in text
