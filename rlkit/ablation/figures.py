@@ -25,10 +25,20 @@ def colours(variants: list[str]) -> dict[str, object]:
 
 
 def _intervals(ax: plt.Axes, names: list[str], values: dict[str, list], colour: dict[str, str], xlabel: str) -> None:
+    """Per name (row i): its interval as a bar and its point estimate as a diamond, drawn even on
+    the axis edge; a zero-width interval is labelled degenerate (its bar is invisible)."""
     for i, name in enumerate(names):
         point, low, high = values[name]
         ax.plot([low, high], [i, i], color=colour[name], linewidth=6, alpha=0.5, solid_capstyle="butt")
-        ax.plot([point], [i], "|", color="black", markersize=14)
+        ax.plot([point], [i], "D", color=colour[name], markeredgecolor="black", markersize=7, clip_on=False,
+                zorder=3)
+    middle = float(np.mean(ax.get_xlim()))
+    for i, name in enumerate(names):
+        point, low, high = values[name]
+        if low == high:
+            ax.annotate("degenerate interval", (point, i), xytext=(0, 7), textcoords="offset points", fontsize=7,
+                        ha="right" if point >= middle else "left", va="bottom")
+    ax.set_ylim(-0.6, len(names) - 0.4)
     ax.set_yticks(range(len(names)), names)
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
@@ -43,11 +53,10 @@ def per_env(table: pd.DataFrame, colour: dict[str, str], path: Path) -> None:
         names = list(rows["variant"])
         values = {r.variant: [r.iqm, r.iqm_low, r.iqm_high] for r in rows.itertuples()}
         _intervals(ax, names, values, colour, "return (IQM, 95% CI)")
-        ax.plot(rows["mean"], range(len(rows)), "o", color="white", markeredgecolor="black", markersize=5,
-                label="mean")
+        ax.plot(rows["mean"], range(len(rows)), "o", color="white", markeredgecolor="black", markersize=4,
+                clip_on=False, zorder=4)
         ax.set_title(env)
-    axes[0][0].legend(loc="lower right", fontsize=8)
-    fig.suptitle("Final return per environment\nIQM with 95% stratified-bootstrap CI (bar), mean (dot)")
+    fig.suptitle("Final return per environment\nIQM (diamond) with 95% stratified-bootstrap CI (bar), mean (dot)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -67,15 +76,21 @@ def aggregates(estimates: dict[str, dict[str, list]], colour: dict[str, str], pa
 
 
 def improvement(probabilities: dict[str, list], baseline: str, colour: dict[str, str], path: Path) -> None:
-    names = list(probabilities)
-    fig, ax = plt.subplots(figsize=(7, 0.5 * len(names) + 1.6))
-    _intervals(ax, names, probabilities, colour, f"P(variant > {baseline})")
-    ax.axvline(0.5, color="grey", linestyle="--")
-    ax.set_xlim(0, 1)
-    ax.set_title(f"Probability of improvement over {baseline} (95% CI)")
-    fig.tight_layout()
+    fig = improvement_figure(probabilities, baseline, colour)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def improvement_figure(probabilities: dict[str, list], baseline: str, colour: dict[str, str]) -> plt.Figure:
+    """P(variant > baseline) per variant: the estimate (a diamond, also at 0 or 1) and its interval."""
+    names = list(probabilities)
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(names) + 1.6))
+    ax.set_xlim(-0.04, 1.04)  # an estimate of 0 or 1 stays inside the axes
+    _intervals(ax, names, probabilities, colour, f"P(variant > {baseline})")
+    ax.axvline(0.5, color="grey", linestyle="--")
+    ax.set_title(f"Probability of improvement over {baseline} (95% CI)")
+    fig.tight_layout()
+    return fig
 
 
 def profiles(matrices: dict[str, np.ndarray], colour: dict[str, str], path: Path, reps: int) -> None:
