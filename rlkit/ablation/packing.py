@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError
+from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 
 Item = RunSpec | list[RunSpec]
 """What a worker executes: one run alone, or a pack of runs as one population."""
@@ -78,3 +80,44 @@ def pack_runs(todo: list[RunSpec], runs_dir: Path, pack: int | None, workers: in
         chunks = [runs[i:i + size] for i in range(0, len(runs), size)]
         packs.extend(chunk if len(chunk) > 1 else chunk[0] for chunk in chunks)
     return packs + alone
+
+
+@dataclass(frozen=True)
+class PackMember:
+    """How one run of a pack ended."""
+
+    result: dict[str, Any] | None
+    """Its ``result.json`` (None if it failed)."""
+    error: str | None
+    """Its one-line error (None if it finished)."""
+    pack: list[str]
+    """The runs it trained with in one population, itself included (its status file keeps them:
+    runs.csv divides the pack's seconds among them)."""
+
+
+def train_pack(runs: list[RunSpec], runs_dir: Path) -> dict[str, PackMember]:
+    """The pack's runs: new ones as one population, started ones (members of earlier packs)
+    resumed together where their newest checkpoints are at the same step. Run name -> how it ended."""
+    from rlkit.gym.config import TrainConfig
+    from rlkit.gym.population_start import resume_population, train_population
+
+    new, started = [], {}
+    for run in runs:
+        run_dir = runs_dir / run.name
+        if run_dir.exists():
+            discard_unused(run_dir)  # created (its lock at most), nothing written yet: it starts anew
+        if run_dir.exists():
+            started.setdefault(newest_checkpoint_steps(run_dir) or 0, []).append(run_dir)
+        else:
+            new.append(run)
+    populations = [resume_population(dirs) for dirs in started.values()]
+    if new:
+        cfg = TrainConfig.from_dict({**new[0].config, "logdir": str(runs_dir), "run_name": None, "resume": None,
+                                     "progress": False, "torch_threads": 1})
+        populations.append(train_population(cfg, [r.seed for r in new], [r.name for r in new]))
+    out = {}
+    for outcomes in populations:
+        names = [Path(o.run_dir).name for o in outcomes]
+        out.update({name: PackMember(o.result.to_json() if o.result else None, o.error, names)
+                    for name, o in zip(names, outcomes)})
+    return out

@@ -211,6 +211,9 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
         lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {r['mean']:.1f} ± {r['se']:.1f} | "
                      f"{_interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | "
                      f"{cost.get('train_seconds', float('nan')):.1f} | {cost.get('steps_per_second', float('nan')):,.0f} |")
+    if "pack_size" in runs and (runs["pack_size"].fillna(1) > 1).any():
+        lines += ["", "Train s and steps/s are per run: a run trained in a pack of K seeds (one process) counts 1/K "
+                      "of its pack's training seconds (runs.csv: pack_size, pack_train_seconds, pack_steps_per_second)."]
     if "aggregate" in s:
         lines += _aggregate(s)
     lines += _rank_tests(s.get("rank_tests"))

@@ -4,7 +4,15 @@
 seconds before that evaluation, evaluation excluded), eval_return_mean, eval_return_std.
 ``runs.csv``: one row per run — variant, env, seed, kind, status (done / failed / missing), error,
 final_return, total_steps, steps_per_second, train_seconds, run_seconds (the run's wall time in
-its worker: env creation, training, evaluation, files), run_dir.
+its worker: env creation, training, evaluation, files), pack_size, pack_steps_per_second,
+pack_train_seconds, run_dir. A run trained alone is a pack of one. The seeds of a pack train in
+one process, so its seconds are the pack's: ``pack_train_seconds`` is the pack's training time
+(rollouts and updates of every member) and ``pack_steps_per_second`` its env steps (all members)
+per second of it; ``train_seconds`` and ``run_seconds`` are the run's share (the pack's divided
+by ``pack_size``) and ``steps_per_second`` its steps per second of that share (its pack's rate).
+A pack's members are named in their status files; for records written before they were, the
+members of a (variant, env) that share their status file's seconds (a pack writes the same
+number to each) count as one pack.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from rlkit.variants.migrate import migrate_config
 
 RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
 RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "total_steps",
-               "steps_per_second", "train_seconds", "run_seconds", "run_dir"]
+               "steps_per_second", "train_seconds", "run_seconds", "pack_size", "pack_steps_per_second",
+               "pack_train_seconds", "run_dir"]
 LOCK = ".rlkit-sweep.lock"
 """The file a running sweep holds locked in its directory (see ``sweep.sweep_lock``)."""
 PACKAGES = ("rlkit", "torch", "numpy", "gymnasium", "mujoco", "stable-baselines3", "sb3-contrib", "ray", "rliable")
@@ -160,8 +169,10 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
     results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
     results.writeheader()
     runs.writeheader()
+    statuses = {run.name: read_json(sweep_dir / "status" / f"{run.name}.json") or {} for run in spec.runs}
+    sizes = pack_sizes(spec.runs, statuses)
     for run in spec.runs:
-        row, evaluations = _run_row(sweep_dir, run)
+        row, evaluations = _run_row(sweep_dir, run, statuses[run.name], sizes[run.name])
         counts[row["status"]] += 1
         runs.writerow(row)
         results.writerows(evaluations)
@@ -170,22 +181,44 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
     return counts["done"], counts["failed"], counts["missing"]
 
 
-def _run_row(sweep_dir: Path, run: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def pack_sizes(runs: list[Any], statuses: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """Per run: how many runs trained in its pack (1: alone), from its status file's ``pack``, or
+    (records written before statuses named their pack) the runs of its (variant, env) whose status
+    holds the same ``seconds``, which a pack writes to each of its members."""
+    shared: dict[tuple[str, str, float], int] = {}
+    for run in runs:
+        seconds = statuses[run.name].get("seconds")
+        if isinstance(seconds, float):
+            key = (run.variant, run.env, seconds)
+            shared[key] = shared.get(key, 0) + 1
+    sizes = {}
+    for run in runs:
+        status = statuses[run.name]
+        if isinstance(status.get("pack"), list) and status["pack"]:
+            sizes[run.name] = len(status["pack"])
+        else:
+            sizes[run.name] = shared.get((run.variant, run.env, status.get("seconds")), 1)  # type: ignore[arg-type]
+    return sizes
+
+
+def _run_row(sweep_dir: Path, run: Any, recorded: dict[str, Any],
+             pack: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     run_dir = sweep_dir / "runs" / run.name
     row: dict[str, Any] = {"variant": run.variant, "env": run.env, "seed": run.seed, "kind": run.kind,
                            "status": "missing", "error": "", "run_dir": str(run_dir.relative_to(sweep_dir))}
-    status = sweep_dir / "status" / f"{run.name}.json"
-    recorded = read_json(status) or {}
     res = read_json(run_dir / "result.json")
     past = run.past_budget(res, newest_checkpoint_steps(run_dir)) if res is not None else None
     if past:
         row.update(status="failed", error=past)
         return row, []
     if res is not None:
-        sps = res.get("steps_per_second") or 0.0
+        sps = res.get("steps_per_second") or 0.0  # its steps per second of its process's (its pack's) training
+        seconds = (res.get("total_steps") or 0) / sps if sps else None
+        run_seconds = recorded.get("seconds")
         row.update(status="done", final_return=res.get("eval_return_mean"), total_steps=res.get("total_steps"),
-                   steps_per_second=sps, train_seconds=(res.get("total_steps") or 0) / sps if sps else None,
-                   run_seconds=recorded.get("seconds"))
+                   steps_per_second=sps * pack, train_seconds=seconds / pack if seconds is not None else None,
+                   run_seconds=run_seconds / pack if isinstance(run_seconds, (int, float)) else None,
+                   pack_size=pack, pack_steps_per_second=sps * pack, pack_train_seconds=seconds)
         seconds = res.get("eval_seconds") or [None] * len(res.get("eval_history", []))
         evaluations = [{"variant": run.variant, "env": run.env, "seed": run.seed, "kind": run.kind, "step": step,
                         "wall_s": wall, "eval_return_mean": mean, "eval_return_std": std}

@@ -29,7 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rlkit.ablation.packing import Item
+from rlkit.ablation.packing import Item, PackMember, train_pack
 from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.registry import register_missing, sweep_env_specs
 from rlkit.ablation.spec import RunSpec
@@ -119,44 +119,21 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
     with _IN_RUN:  # until the statuses are written (see execute)
         with _output_to(first), _interrupt_on(signal.SIGINT):
             try:
-                members = _train_pack(runs, root / "runs")
+                members = train_pack(runs, root / "runs")
             except KeyboardInterrupt:
                 return [{"name": run.name, "status": "interrupted", "error": None, "result": None} for run in runs]
             except (RlkitError, Exception) as exc:  # noqa: BLE001  (any failure is recorded, not raised)
                 error = str(exc) if isinstance(exc, RlkitError) else f"{type(exc).__name__}: {one_line(exc)}"
-                members = {run.name: (None, error) for run in runs}
+                members = {run.name: PackMember(None, error, []) for run in runs}
         seconds = time.perf_counter() - start
         outcomes = []
         for run in runs:
-            result, error = members.get(run.name, (None, "not trained by its pack"))
-            status = "done" if result is not None else "failed"
-            write_json(root / "status" / f"{run.name}.json", {"status": status, "seconds": seconds}
-                       if result is not None else {"status": status, "error": error})
-            outcomes.append({"name": run.name, "status": status, "error": error, "result": result})
+            member = members.get(run.name, PackMember(None, "not trained by its pack", []))
+            status = "done" if member.result is not None else "failed"
+            write_json(root / "status" / f"{run.name}.json", {"status": status, "seconds": seconds, "pack": member.pack}
+                       if member.result is not None else {"status": status, "error": member.error})
+            outcomes.append({"name": run.name, "status": status, "error": member.error, "result": member.result})
     return outcomes
-
-
-def _train_pack(runs: list[RunSpec], runs_dir: Path) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    """The pack's runs: new ones as one population, started ones (members of earlier packs)
-    resumed together where their newest checkpoints are at the same step. Run name -> (result, error)."""
-    from rlkit.gym.config import TrainConfig
-    from rlkit.gym.population_start import resume_population, train_population
-
-    new, started = [], {}
-    for run in runs:
-        run_dir = runs_dir / run.name
-        if run_dir.exists():
-            discard_unused(run_dir)  # created (its lock at most), nothing written yet: it starts anew
-        if run_dir.exists():
-            started.setdefault(newest_checkpoint_steps(run_dir) or 0, []).append(run_dir)
-        else:
-            new.append(run)
-    outcomes = [o for dirs in started.values() for o in resume_population(dirs)]
-    if new:
-        cfg = TrainConfig.from_dict({**new[0].config, "logdir": str(runs_dir), "run_name": None, "resume": None,
-                                     "progress": False, "torch_threads": 1})
-        outcomes += train_population(cfg, [r.seed for r in new], [r.name for r in new])
-    return {Path(o.run_dir).name: (o.result.to_json() if o.result else None, o.error) for o in outcomes}
 
 
 def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
