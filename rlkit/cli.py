@@ -179,10 +179,12 @@ def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> i
 
 
 def _eval(argv: list[str]) -> int:
-    parser = Parser(prog="rlkit eval", description="Evaluate a trained run's latest checkpoint.")
+    parser = Parser(prog="rlkit eval", description="Evaluate a trained run's latest checkpoint with greedy actions; "
+                    "prints one JSON line (eval_steps: the env steps the evaluation took; eval_seed: the first "
+                    "episode's seed).")
     parser.add_argument("run_dir")
     parser.add_argument("--episodes", type=int, default=10)
-    parser.add_argument("--seed", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=10_000, help="seed of the first episode (episode i: seed + i)")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="cut each episode after this many steps (0: the env's time limit, else 10,000)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")
@@ -204,10 +206,11 @@ def _eval(argv: list[str]) -> int:
                             progress=not args.no_progress, env_kwargs=cfg.env_options,
                             wrappers=cfg.env_wrappers)
     seconds = time.perf_counter() - start
-    print(json.dumps({"env": cfg.env, "seed": args.seed, "total_steps": sum(result.lengths),
-                      "steps_per_second": sum(result.lengths) / seconds, "eval_return_mean": result.mean,
-                      "eval_return_std": result.std, "run_dir": args.run_dir, "variant": cfg.variant,
-                      "episodes": args.episodes, "capped_episodes": result.capped}))
+    steps = sum(result.lengths)
+    print(json.dumps({"env": cfg.env, "run_dir": args.run_dir, "variant": cfg.variant, "eval_seed": args.seed,
+                      "episodes": args.episodes, "eval_steps": steps, "eval_steps_per_second": steps / seconds,
+                      "eval_return_mean": result.mean, "eval_return_std": result.std,
+                      "capped_episodes": result.capped}))
     return 0
 
 

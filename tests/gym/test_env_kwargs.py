@@ -40,7 +40,7 @@ def test_kept_with_the_run_and_used_by_resume_and_eval(logdir, capsys):
     capsys.readouterr()
     assert main(["eval", str(run), "--episodes", "5", "--no-progress"]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert out["eval_return_mean"] == 1.0 and out["total_steps"] == 5 * 6
+    assert out["eval_return_mean"] == 1.0 and out["eval_steps"] == 5 * 6
     assert main(["train", "--resume", str(run), "--total-steps", "16384", "--no-progress"]) == 0
     resumed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert resumed["total_steps"] == 16384 and resumed["eval_return_mean"] == 1.0

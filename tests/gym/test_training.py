@@ -78,7 +78,10 @@ def test_checkpoint_round_trip_keeps_normalization(logdir, capsys):
     from rlkit.cli import main
     assert main(["eval", result.run_dir, "--episodes", "2"]) == 0
     line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert {"env", "seed", "total_steps", "steps_per_second", "eval_return_mean", "eval_return_std", "run_dir"} <= set(line)
+    assert set(line) == {"env", "run_dir", "variant", "eval_seed", "episodes", "eval_steps", "eval_steps_per_second",
+                         "eval_return_mean", "eval_return_std", "capped_episodes"}
+    assert (line["eval_seed"], line["episodes"]) == (10_000, 2)  # the evaluation's, not the run's seed (3)
+    assert line["eval_steps"] == 2 * 200  # two episodes to Pendulum's time limit, not the run's 2048 steps
 
 
 def test_cli_train_prints_one_json_line(logdir, capsys):

@@ -139,7 +139,7 @@ def test_a_damaged_only_checkpoint_is_one_line_for_resume_and_eval(finished_run,
 def test_a_garbled_latest_pointer_is_not_needed(finished_run, tmp_path):
     run = copy_run(finished_run, tmp_path)
     (run / "checkpoints" / "latest.json").write_text("garbage")
-    assert last_json(run_cli("eval", str(run), "--episodes", "1"))["total_steps"] > 0
+    assert last_json(run_cli("eval", str(run), "--episodes", "1"))["eval_steps"] > 0
 
 
 def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, monkeypatch):

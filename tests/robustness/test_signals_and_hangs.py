@@ -154,7 +154,7 @@ def test_evaluation_of_an_env_that_never_ends_is_capped(tmp_path):
     acc.Reload()
     assert [e.value for e in acc.Scalars("eval/capped_episodes")] == [2.0]
     ev = last_json(run_cli("eval", str(tmp_path / "e"), "--episodes", "1", timeout=120))
-    assert ev["capped_episodes"] == 1 and ev["total_steps"] == 10_000  # the default cap without a time limit
+    assert ev["capped_episodes"] == 1 and ev["eval_steps"] == 10_000  # the default cap without a time limit
 
 
 def test_a_dead_async_worker_is_an_env_error(tmp_path):
