@@ -67,7 +67,8 @@ class TrainConfig(ComposedConfig):
     logdir: str = "runs"
     """Directory under which each run gets its own folder."""
     run_name: str | None = None
-    """Run folder name (default: {env}__{variant}__{seed}__{timestamp})."""
+    """Run folder name (default: {env}__{variant}__s{seed}__{timestamp}, the timestamp as
+    YYYYmmdd-HHMMSS; -2, -3, ... appended when that folder exists)."""
     resume: str | None = None
     """Run directory (or checkpoint directory) to continue from."""
     checkpoint_every: int = 50_000

@@ -82,7 +82,8 @@ class RLHFConfig(ComposedConfig):
     logdir: str = "runs"
     """Directory under which each run gets its own folder."""
     run_name: str | None = None
-    """Run folder name (default: rlhf__{variant}__s{seed}__{timestamp})."""
+    """Run folder name (default: rlhf__{variant}__s{seed}__{timestamp}, the timestamp as
+    YYYYmmdd-HHMMSS; -2, -3, ... appended when that folder exists)."""
     save_model: bool = True
     """Write the trained policy and value head (safetensors) at the end."""
     progress: bool = True
