@@ -216,6 +216,10 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
                       "of its pack's training seconds (runs.csv: pack_size, pack_train_seconds, pack_steps_per_second)."]
     if "aggregate" in s:
         lines += _aggregate(s)
+    if any("(degenerate)" in line for line in lines):
+        lines += ["", "An interval marked *degenerate* has zero width: every bootstrap resample gave the same value "
+                      "(few runs, runs that all score the same, or runs of two variants that do not overlap). It "
+                      "is not a sign of certainty."]
     lines += _rank_tests(s.get("rank_tests"))
     lines += ["", "## Figures", ""] + [f"![{p}]({p})" for p in pngs]
     return "\n".join(lines) + "\n"
@@ -238,8 +242,6 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
         lines += ["", f"Intervals are 95% stratified-bootstrap CIs (rliable), computed from fewer than "
                       f"{s['intervals']['min_runs']} runs per variant and env: they are not reliable, and neither an "
                       "interval above 0.5 nor one apart from another shows a difference here. See the rank tests."]
-    lines += ["", "An interval marked *degenerate* has zero width: every bootstrap resample gave the same value "
-                  "(few runs, or runs of two variants that do not overlap). It is not a sign of certainty."]
     return lines
 
 

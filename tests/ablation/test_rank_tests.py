@@ -153,7 +153,7 @@ def test_a_three_seed_report_says_its_intervals_are_not_reliable_and_claims_noth
     assert "the intervals are not reliable" in text and "3 run(s) per (variant, env)" in text
     assert summary["intervals"]["intervals_reliable"] is False and summary["intervals"]["fewest_runs"] == 3
     assert summary["improvement"]["outer"][1:] == [1.0, 1.0]  # the bootstrap collapses ...
-    assert "1.000 [1.000, 1.000] (degenerate)" in text  # ... and is named so
+    assert "1.000 [1.000, 1.000] (degenerate)" in text and "is not a sign of certainty" in text  # ... named so
     assert "500.0 [500.0, 500.0] (degenerate)" in text
     envs = {r["env"]: r for r in summary["rank_tests"]["per_env"]}
     assert envs["CartPole-v1"]["p_value"] == pytest.approx(0.1) and envs["CartPole-v1"]["min_p_value"] == \
@@ -172,3 +172,10 @@ def test_a_ten_seed_report_keeps_its_reading_of_the_intervals(tmp_path):
     env = summary["rank_tests"]["per_env"][0]
     assert env["p_value"] == pytest.approx(2 / math.comb(20, 10)) and env["method"] == rank_tests.EXACT
     assert "no outcome of these runs" not in text
+
+
+def test_a_report_without_a_degenerate_interval_does_not_explain_one(tmp_path):
+    finals = {(v, "CartPole-v1", s): [100.0 * s + (50.0 if v == "outer" else 0.0)] for v in ("outer", "ppo")
+              for s in range(1, 6)}
+    text = Path(write_report(str(fake_sweep(tmp_path, finals)), baseline="ppo", reps=200)["report"]).read_text()
+    assert "(degenerate)" not in text and "degenerate*" not in text
