@@ -9,18 +9,21 @@ option they do not honour (:meth:`VariantGroups.require_supported`); no trainer 
 The options container (:data:`VariantGroups`) has one group per registered variant, built once
 when :mod:`rlkit.variants` is imported: the built-in variants, then every module named by the
 ``rlkit.variants`` entry-point group or the ``RLKIT_VARIANTS`` environment variable (comma-
-separated module names). A group left at its defaults is off; setting any of its options turns
-the variant on (each options class says so in its ``enabled`` property).
+separated module names or paths of ``.py`` files). A group left at its defaults is off; setting
+any of its options turns the variant on (each options class says so in its ``enabled`` property).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
@@ -219,15 +222,57 @@ def variant_presets() -> dict[str, dict[str, object]]:
 
 
 def load_plugins() -> None:
-    """Import the variant modules named by entry points and ``RLKIT_VARIANTS``. A module that
-    fails to import is reported by every config validation (a one-line error), not at import."""
-    names = [ep.value for ep in entry_points(group="rlkit.variants")]
-    names += [n.strip() for n in os.environ.get("RLKIT_VARIANTS", "").split(",") if n.strip()]
-    for module in names:
+    """Import the variant modules named by entry points and ``RLKIT_VARIANTS`` (comma-separated
+    module names or ``.py`` files). A module that fails to import is reported by every config
+    validation (a one-line error), not at import."""
+    names = [(ep.value, False) for ep in entry_points(group="rlkit.variants")]
+    names += [(n.strip(), True) for n in os.environ.get("RLKIT_VARIANTS", "").split(",") if n.strip()]
+    for module, from_env in names:
+        target = module.split(":")[0]
         try:
-            importlib.import_module(module.split(":")[0])
+            if from_env and (target.endswith(".py") or os.sep in target or "/" in target):
+                _import_file(target)
+            else:
+                importlib.import_module(target)
+        except ModuleNotFoundError as exc:
+            missing = exc.name and (target == exc.name or target.startswith(exc.name + "."))
+            _PLUGIN_ERRORS.append(f"RLKIT_VARIANTS: no module {target!r} (is its folder on PYTHONPATH? a .py path "
+                                  "works too)" if from_env and missing else
+                                  f"cannot import variant module {module!r}: {type(exc).__name__}: {exc}")
+        except _PluginError as exc:
+            _PLUGIN_ERRORS.append(str(exc))
         except BaseException as exc:  # noqa: BLE001  (even SystemExit: a plug-in's failure is a one-line error)
             _PLUGIN_ERRORS.append(f"cannot import variant module {module!r}: {type(exc).__name__}: {exc}")
+
+
+def _import_file(path: str) -> None:
+    """Import a variant module from its ``.py`` file (relative to the working directory) as the
+    module named by the file's stem, as ``python -m`` would name it; a one-line error when there is
+    no such file or another module of that name is imported already."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file() or file.suffix != ".py":
+        raise _PluginError(f"RLKIT_VARIANTS: no file {path!r} (a variant file is a .py path)")
+    name = file.stem
+    if not name.isidentifier():
+        raise _PluginError(f"RLKIT_VARIANTS: {path!r}: {name!r} is not a module name (letters, digits, _)")
+    known = sys.modules.get(name)
+    if known is not None:
+        if getattr(known, "__file__", None) and Path(known.__file__).resolve() == file:
+            return
+        raise _PluginError(f"RLKIT_VARIANTS: {path!r}: a module named {name!r} is imported already "
+                           f"({getattr(known, '__file__', None) or 'built in'}); rename the file")
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module  # as an import does: dataclasses and pickling find it by name
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        del sys.modules[name]
+        raise
+
+
+class _PluginError(Exception):
+    """A ``RLKIT_VARIANTS`` entry that names no importable file (its message is the whole line)."""
 
 
 @dataclass(frozen=True)

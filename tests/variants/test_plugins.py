@@ -194,7 +194,7 @@ def test_a_variant_with_its_own_options_plugs_in_through_rlkit_variants(tmp_path
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
     assert "variant toy is not offered by the RLHF trainer" in refused.stderr
     bad = _rlkit(["train", "--toy-scale", "0.5"], tmp_path, plugins="tests.variants.no_such_module")
-    assert bad.returncode == 2 and "rlkit: error: cannot import variant module" in bad.stderr
+    assert bad.returncode == 2 and "rlkit: error: RLKIT_VARIANTS: no module 'tests.variants.no_such_module'" in bad.stderr
 
 
 def test_a_variant_registered_after_the_groups_exist_is_refused():
