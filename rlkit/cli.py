@@ -28,6 +28,7 @@ TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
        rlkit eval RUN_DIR [--episodes N] [--seed S] [--max-steps N]
        rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
+       rlkit rlhf tiny-models DIR   (a tiny random policy and reward model, to try the RLHF commands)
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
        rlkit report SWEEP_DIR [--baseline VARIANT] [--metric final|auc] [--normalize none|minmax]
@@ -215,6 +216,8 @@ def _eval(argv: list[str]) -> int:
 
 
 def _rlhf(argv: list[str]) -> int:
+    if argv[:1] == ["tiny-models"]:
+        return _tiny_models(argv[1:])
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer
 
@@ -227,6 +230,17 @@ def _rlhf(argv: list[str]) -> int:
     else:
         trainer = RLHFTrainer(cfg.replace())  # replace() validates
     print(json.dumps(trainer.train().to_json()))
+    return 0
+
+
+def _tiny_models(argv: list[str]) -> int:
+    from rlkit.rlhf.tiny import __doc__ as about, write_tiny_models
+
+    parser = Parser(prog="rlkit rlhf tiny-models", description=about.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("dir", help="a new or empty folder: DIR/policy and DIR/reward-model are written there")
+    parser.add_argument("--no-reward-model", action="store_true", help="write the policy only")
+    args = parser.parse_args(argv)
+    print(json.dumps(write_tiny_models(args.dir, with_reward_model=not args.no_reward_model).to_json()))
     return 0
 
 
