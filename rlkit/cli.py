@@ -338,11 +338,11 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
         for run_dir, error in exc.failed.items():
             print(f"rlkit: error: population member {run_dir} failed (not resumed): {error}", file=sys.stderr)
         dirs = " ".join(shlex.quote(str(d)) for d in exc.run_dirs)
-        print(f"rlkit: {signal.Signals(signum).name}: population {_stopped(exc)} (each member alike); continue "
+        print(f"rlkit: {signal.Signals(signum).name}: population {exc.stopped()} (each member alike); continue "
               f"with: rlkit {command} --resume {dirs}", file=sys.stderr)
         return 128 + signum
     if isinstance(exc, Interrupted):
-        print(f"rlkit: {signal.Signals(signum).name}: {_stopped(exc)}; continue with: "
+        print(f"rlkit: {signal.Signals(signum).name}: {exc.stopped()}; continue with: "
               f"rlkit {command} --resume {shlex.quote(str(exc.run_dir))}", file=sys.stderr)
         return 128 + signum
     if command == "sweep":
@@ -356,22 +356,6 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     else:
         print("rlkit: interrupted; the newest checkpoint in the run directory (if any) is intact", file=sys.stderr)
     return 128 + signum
-
-
-def _stopped(exc: Any) -> str:
-    """What an interrupted run left: the checkpoint written (or standing) and where a resume starts."""
-    from rlkit.io.checkpoint import checkpoint_candidates, resumes_exactly
-
-    if exc.checkpoint is None:
-        return "stopped at once; the run has no checkpoint yet (a resume starts it again)"
-    what = (f"stopped after the update in flight; checkpoint {exc.checkpoint.name} written" if exc.written else
-            f"stopped at once; its newest checkpoint {exc.checkpoint.name} stands")
-    if resumes_exactly(exc.checkpoint):
-        return what
-    exact = next((c.name for c in checkpoint_candidates(exc.run_dir) if resumes_exactly(c)), None)
-    return what + (f" (a resume recomputes from {exact}, the newest scheduled checkpoint, to the numbers of an "
-                   "uninterrupted run)" if exact else " (a resume recomputes from the start, before which no "
-                   "checkpoint was scheduled, to the numbers of an uninterrupted run)")
 
 
 def _usage(ok: bool) -> int:

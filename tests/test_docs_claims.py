@@ -82,7 +82,8 @@ def test_the_run_name_help_states_the_default_name(trained, capsys):
 def test_the_documented_gym_scalars_are_the_logged_ones(trained):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    stated = re.search(r"\*\*Logging\*\* \(TensorBoard, every update\): (.*?); a variant", one_line(doc("docs/architecture.md")))
+    stated = re.search(r"\*\*Logging\*\* \(TensorBoard, every update\): (.*?); a variant",
+                       one_line(doc("docs/architecture.md")))
     assert stated
     events = EventAccumulator(str(trained[1]), size_guidance={"scalars": 0})
     events.Reload()

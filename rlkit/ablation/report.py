@@ -210,10 +210,12 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
         cost = s["cost"].get(r["variant"], {}).get(r["env"], {})
         lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {r['mean']:.1f} ± {r['se']:.1f} | "
                      f"{_interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | "
-                     f"{cost.get('train_seconds', float('nan')):.1f} | {cost.get('steps_per_second', float('nan')):,.0f} |")
+                     f"{cost.get('train_seconds', float('nan')):.1f} | "
+                     f"{cost.get('steps_per_second', float('nan')):,.0f} |")
     if "pack_size" in runs and (runs["pack_size"].fillna(1) > 1).any():
         lines += ["", "Train s and steps/s are per run: a run trained in a pack of K seeds (one process) counts 1/K "
-                      "of its pack's training seconds (runs.csv: pack_size, pack_train_seconds, pack_steps_per_second)."]
+                      "of its pack's training seconds (runs.csv: pack_size, pack_train_seconds, "
+                      "pack_steps_per_second)."]
     if "aggregate" in s:
         lines += _aggregate(s)
     if any("(degenerate)" in line for line in lines):
@@ -229,11 +231,13 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
     lines = ["", "## Across environments (min-max normalized)", "",
              "References: " + "; ".join(f"{e}: random {r['random']:.1f}, reference {r['reference']:.1f} ({r['source']})"
                                         for e, r in s["references"].items()), "",
-             "| variant | seeds | IQM | median | mean | optimality gap | P(> baseline) |", "|---|---|---|---|---|---|---|"]
+             "| variant | seeds | IQM | median | mean | optimality gap | P(> baseline) |",
+             "|---|---|---|---|---|---|---|"]
     for v, a in s["aggregate"].items():
         p = s["improvement"].get(v)
         lines.append(f"| {v} | {s['seeds_aggregated'][v]} | {_interval(a['iqm'], 3)} | {_interval(a['median'], 3)} | "
-                     f"{_interval(a['mean'], 3)} | {_interval(a['optimality_gap'], 3)} | {_interval(p, 3) if p else '—'} |")
+                     f"{_interval(a['mean'], 3)} | {_interval(a['optimality_gap'], 3)} | "
+                     f"{_interval(p, 3) if p else '—'} |")
     if s.get("intervals", {}).get("intervals_reliable", True):
         lines += ["", "Intervals are 95% stratified-bootstrap CIs (rliable). A variant is better than the baseline "
                       "with confidence when its P(> baseline) interval lies above 0.5; overlapping IQM intervals "

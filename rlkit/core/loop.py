@@ -21,7 +21,8 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
-from rlkit.io.checkpoint import checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, run_dir_of
+from rlkit.io.checkpoint import (checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, resumes_exactly,
+                                 run_dir_of)
 from rlkit.io.files import write_json
 from rlkit.io.lock import RUN_LOCK, FolderLock
 from rlkit.io.logger import Logger
@@ -201,6 +202,19 @@ class Interrupted(KeyboardInterrupt):
         where = f"checkpoint {checkpoint.name}" if checkpoint is not None else "no checkpoint"
         super().__init__(f"{signal.Signals(signum).name}: {where} in {run_dir}")
         self.signum, self.run_dir, self.checkpoint, self.written = signum, run_dir, checkpoint, written
+
+    def stopped(self) -> str:
+        """What the stop left: the checkpoint written (or standing) and where a resume starts."""
+        if self.checkpoint is None:
+            return "stopped at once; the run has no checkpoint yet (a resume starts it again)"
+        what = (f"stopped after the update in flight; checkpoint {self.checkpoint.name} written" if self.written else
+                f"stopped at once; its newest checkpoint {self.checkpoint.name} stands")
+        if resumes_exactly(self.checkpoint):
+            return what
+        exact = next((c.name for c in checkpoint_candidates(self.run_dir) if resumes_exactly(c)), None)
+        return what + (f" (a resume recomputes from {exact}, the newest scheduled checkpoint, to the numbers of an "
+                       "uninterrupted run)" if exact else " (a resume recomputes from the start, before which no "
+                       "checkpoint was scheduled, to the numbers of an uninterrupted run)")
 
 
 class SignalStop(KeyboardInterrupt):

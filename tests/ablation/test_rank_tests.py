@@ -119,8 +119,8 @@ def brute_stratified(pairs):
 def test_stratified_is_the_within_env_permutation_distribution(seed):
     """Unequal run counts across envs (a lattice of several denominators) and ties."""
     rng = np.random.default_rng(seed)
-    pairs = [(rng.integers(0, 5, rng.integers(1, 5)).astype(float), rng.integers(0, 5, rng.integers(1, 4)).astype(float))
-             for _ in range(3)]
+    pairs = [(rng.integers(0, 5, rng.integers(1, 5)).astype(float),
+              rng.integers(0, 5, rng.integers(1, 4)).astype(float)) for _ in range(3)]
     t = stratified(pairs)
     p, greater = brute_stratified(pairs)
     assert (t.p_value, t.p_greater) == (pytest.approx(p), pytest.approx(greater))

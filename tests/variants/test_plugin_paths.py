@@ -55,7 +55,8 @@ def test_a_module_not_on_the_path_is_one_line_saying_so(tmp_path):
                                       "PYTHONPATH? a .py path works too)")
     no_file = rlkit(tmp_path, "./mylab/nothere.py", *args)
     assert no_file.returncode == 2
-    assert no_file.stderr.strip() == "rlkit: error: RLKIT_VARIANTS: no file './mylab/nothere.py' (a variant file is a .py path)"
+    assert no_file.stderr.strip() == ("rlkit: error: RLKIT_VARIANTS: no file './mylab/nothere.py' (a variant file is "
+                                      "a .py path)")
     assert not (tmp_path / "runs").exists()
 
 
