@@ -167,12 +167,15 @@ range; runs that do not overlap give P(> baseline) the degenerate interval [1, 1
 then reads the exact rank tests instead and makes no claim "with confidence"."""
 
 
-def reliability(scores: pd.DataFrame) -> dict[str, Any]:
+def reliability(scores: pd.DataFrame, aggregated: dict[str, int] | None = None) -> dict[str, Any]:
     """Whether every (variant, env) of ``scores`` (one row per run) has at least
-    :data:`MIN_SEEDS_FOR_INTERVALS` runs, and which have fewer."""
-    counts = scores.groupby(["variant", "env"], sort=False).size()
-    few = [{"variant": v, "env": e, "runs": int(k)} for (v, e), k in counts.items() if k < MIN_SEEDS_FOR_INTERVALS]
-    return {"min_runs": MIN_SEEDS_FOR_INTERVALS, "fewest_runs": int(counts.min()), "intervals_reliable": not few,
+    :data:`MIN_SEEDS_FOR_INTERVALS` runs, and so every variant's runs in the aggregate across envs
+    (``aggregated``: variant -> the seeds it has on every env); which have fewer (``env`` "all" for
+    the aggregate)."""
+    cells = {(v, e): int(k) for (v, e), k in scores.groupby(["variant", "env"], sort=False).size().items()}
+    cells.update({(v, "all"): k for v, k in (aggregated or {}).items()})
+    few = [{"variant": v, "env": e, "runs": k} for (v, e), k in cells.items() if k < MIN_SEEDS_FOR_INTERVALS]
+    return {"min_runs": MIN_SEEDS_FOR_INTERVALS, "fewest_runs": min(cells.values()), "intervals_reliable": not few,
             "below_min_runs": few}
 
 

@@ -120,6 +120,7 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
         summary.update(references=refs, envs_aggregated=envs, seeds_aggregated={v: len(m) for v, m in matrices.items()},
                        aggregate=stats.interval_estimates(matrices, reps),
                        improvement=stats.improvement(matrices, baseline, reps))
+        summary["intervals"] = rank_tests.reliability(scores, summary["seeds_aggregated"])
         figures.aggregates(summary["aggregate"], colour, out / "aggregate.png")
         figures.profiles(matrices, colour, out / "profiles.png", reps=min(reps, 1000))
         pngs += ["aggregate.png", "profiles.png"]
@@ -181,8 +182,8 @@ def _few_runs(s: dict[str, Any]) -> list[str]:
     few = s.get("intervals", {})
     if few.get("intervals_reliable", True):
         return []
-    return [f"**Few runs: the intervals are not reliable.** {few['fewest_runs']} run(s) per (variant, env) at the "
-            f"fewest, below the {few['min_runs']} a bootstrap interval needs: resampling so few runs only reshuffles "
+    return [f"**Few runs: the intervals are not reliable.** {few['fewest_runs']} run(s) per variant (on an env, or "
+            f"on every env of the aggregate) at the fewest, below the {few['min_runs']} a bootstrap interval needs: resampling so few runs only reshuffles "
             "them (an IQM interval spans at most their range; runs that do not overlap give P(> baseline) the "
             "degenerate interval [1, 1]). Read the intervals as a description of these runs, not as a finding; "
             "the exact rank tests at the end say how much the runs can show.", ""]

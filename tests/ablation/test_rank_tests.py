@@ -150,7 +150,7 @@ def report_of(tmp_path, seeds, envs=("CartPole-v1",)):
 def test_a_three_seed_report_says_its_intervals_are_not_reliable_and_claims_nothing(tmp_path):
     text, summary = report_of(tmp_path, 3, envs=("CartPole-v1", "Acrobot-v1"))
     assert "with confidence" not in text
-    assert "the intervals are not reliable" in text and "3 run(s) per (variant, env)" in text
+    assert "the intervals are not reliable" in text and "3 run(s) per variant" in text
     assert summary["intervals"]["intervals_reliable"] is False and summary["intervals"]["fewest_runs"] == 3
     assert summary["improvement"]["outer"][1:] == [1.0, 1.0]  # the bootstrap collapses ...
     assert "1.000 [1.000, 1.000] (degenerate)" in text and "is not a sign of certainty" in text  # ... named so
@@ -179,3 +179,18 @@ def test_a_report_without_a_degenerate_interval_does_not_explain_one(tmp_path):
               for s in range(1, 6)}
     text = Path(write_report(str(fake_sweep(tmp_path, finals)), baseline="ppo", reps=200)["report"]).read_text()
     assert "(degenerate)" not in text and "degenerate*" not in text
+
+
+def test_an_aggregate_of_fewer_seeds_than_its_envs_hold_is_not_reliable_either(tmp_path):
+    """Five runs of each variant on each env, but outer's seeds differ between the envs: only its
+    seeds 3-5 finished on both, so its aggregate rests on three."""
+    envs = ("CartPole-v1", "Acrobot-v1")
+    finals = {("ppo", e, s): [100.0 + s] for e in envs for s in range(1, 6)}
+    finals.update({("outer", "CartPole-v1", s): [400.0 + s] for s in range(1, 6)})
+    finals.update({("outer", "Acrobot-v1", s): [400.0 + s] for s in range(3, 8)})
+    paths = write_report(str(fake_sweep(tmp_path, finals, envs=envs)), baseline="ppo", reps=200)
+    summary, text = json.loads(Path(paths["summary"]).read_text()), Path(paths["report"]).read_text()
+    assert summary["seeds_aggregated"]["outer"] == 3
+    assert summary["intervals"]["intervals_reliable"] is False
+    assert summary["intervals"]["below_min_runs"] == [{"variant": "outer", "env": "all", "runs": 3}]
+    assert "with confidence" not in text and "the intervals are not reliable" in text
