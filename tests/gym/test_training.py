@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 import rlkit
 from rlkit.io.checkpoint import resolve_checkpoint
+from tests.robustness.helpers import logged_steps
 
 
 def small(logdir, **kw):
@@ -99,13 +100,6 @@ def test_async_envs_run_and_match_sync(logdir):
     assert all((wa[k] == wb[k]).all() for k in wa)
 
 
-def _scalar_steps(run_dir, tag):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [e.step for e in acc.Scalars(tag)]
-
-
 # The killed run's process: once update 8 is logged (after the checkpoint of update 5, before that
 # of update 10) it says so in a file and stops there, to be killed with its events past the checkpoint.
 STOPS_AFTER_UPDATE_8 = """
@@ -141,7 +135,7 @@ def test_kill_9_and_resume_equals_uninterrupted_run(tmp_path):
         proc.wait()
     ckpts = Path(logdir) / "r" / "checkpoints"
     assert json.loads((ckpts / "latest.json").read_text())["checkpoint"] == "update-0000005"
-    assert _scalar_steps(Path(logdir) / "r", "charts/learning_rate")[-1] == 8 * 512  # logged past the checkpoint
+    assert logged_steps(Path(logdir) / "r", "charts/learning_rate")[-1] == 8 * 512  # logged past the checkpoint
     resumed = rlkit.train(rlkit.TrainConfig(resume=str(Path(logdir) / "r")))
     wa = load_file(str(resolve_checkpoint(ref.run_dir) / "tensors.safetensors"))
     wb = load_file(str(resolve_checkpoint(resumed.run_dir) / "tensors.safetensors"))
@@ -149,8 +143,8 @@ def test_kill_9_and_resume_equals_uninterrupted_run(tmp_path):
     assert resumed.eval_return_mean == ref.eval_return_mean
     # TensorBoard: one point per update, none duplicated or lost across the kill.
     expected = [512 * (i + 1) for i in range(12)]
-    assert _scalar_steps(Path(logdir) / "r", "charts/learning_rate") == expected
-    assert _scalar_steps(Path(ref.run_dir), "charts/learning_rate") == expected
+    assert logged_steps(Path(logdir) / "r", "charts/learning_rate") == expected
+    assert logged_steps(Path(ref.run_dir), "charts/learning_rate") == expected
 
 
 @pytest.mark.slow
