@@ -53,3 +53,15 @@ def wait_gone(pids: Iterable[int], seconds: float = HANG_SECONDS) -> list[int]:
     pids = list(pids)
     wait_until(lambda: not any(alive(p) for p in pids), seconds, poll=0.02)
     return [p for p in pids if alive(p)]
+
+
+
+def signal_set(pid: int, field: str = "SigIgn") -> set[int]:
+    """The signals in process ``pid``'s ``/proc/PID/status`` mask ``field``: ``SigIgn`` (ignored),
+    ``SigBlk`` (blocked by its main thread), ``SigCgt`` (caught); empty when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return set()
+    mask = int(next(x for x in text.splitlines() if x.startswith(field + ":")).split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
