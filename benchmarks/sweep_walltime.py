@@ -53,10 +53,12 @@ def active_seconds(times: np.ndarray, gap: float) -> tuple[float, int, float]:
 
 
 def measure_config(config: dict, steps: int, logdir: str) -> rlkit.TrainConfig:
-    """One seed of ``config`` cut to ``steps``, its eval cadence scaled along."""
+    """One seed of ``config`` cut to ``steps``, its eval cadence scaled along (a run without periodic
+    evaluations, ``eval_every`` 0, has none)."""
     full = int(config["total_steps"])
+    every = int(config.get("eval_every", full))
     return rlkit.TrainConfig.from_dict({**config, "total_steps": steps, "logdir": logdir, "run_name": "m",
-                                        "eval_every": max(1, int(config.get("eval_every", full) * steps / full)),
+                                        "eval_every": max(1, int(every * steps / full)) if every else 0,
                                         "checkpoint_every": steps, "progress": False, "torch_threads": 1})
 
 

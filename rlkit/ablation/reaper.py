@@ -24,16 +24,17 @@ POLL_S = 0.5
 GRACE_S = 3.0
 
 
-def start_reaper() -> subprocess.Popen[bytes] | None:
+def start_reaper(records: Any = subprocess.DEVNULL) -> subprocess.Popen[bytes] | None:
     """The watchdog of this process's descendants from now on (None without ``psutil``, which Ray
     installs); close its ``stdin`` when they are stopped (or let this process die) and it reaps
-    what remains."""
+    what remains. It writes the pid of each process it records to ``records`` (a file; nowhere by
+    default), one a line, as it records it."""
     try:
         keep = [str(pid) for pid in _descendants(os.getpid())]
     except ImportError:
         return None
     return subprocess.Popen([sys.executable, __file__, str(os.getpid()), *keep],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.PIPE, stdout=records, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
 
@@ -86,13 +87,17 @@ def _reap(recorded: dict[int, float]) -> None:
 
 
 def watch(pid: int, keep: set[int]) -> None:
-    """Record ``pid``'s descendants but ``keep`` (those the caller started before the Ray instance)
-    until standard input closes, then reap them."""
+    """Record ``pid``'s descendants but ``keep`` (those the caller started before the Ray instance),
+    each named on standard output as it is recorded, until standard input closes, then reap them."""
     recorded: dict[int, float] = {}
     keep = keep | {os.getpid()}
     while True:
         seen = {p: t for p, t in _descendants(pid).items() if p not in keep}
+        new = [p for p in seen if p not in recorded]
         recorded.update(seen)
+        if new:  # the records: one pid a line (see start_reaper)
+            sys.stdout.write("".join(f"{p}\n" for p in new))
+            sys.stdout.flush()
         ready, _, _ = select.select([sys.stdin], [], [], POLL_S)
         if ready and not os.read(sys.stdin.fileno(), 1024):
             break

@@ -86,6 +86,11 @@ def _host(conn: Any, parent_conn: Any, spec: HostedSpec) -> None:
             close_envs(e, spec.env_id, abort=True)
 
 
+CLOSE_SECONDS = 10.0
+"""How long a closing worker is given to close its envs and exit before it is killed."""
+ABORT_SECONDS = 1.0
+"""The same when the run aborts (fails, or stops at once): a worker stuck in an env is killed at once."""
+
 SPIN_SECONDS = 0.002
 """How long each side polls its pipe before it sleeps on it: a wake-up from sleep costs hundreds of
 microseconds on a virtual machine (measured), more than a MuJoCo step; a rollout's steps come
@@ -208,15 +213,15 @@ class HostedEnvs:
         return obs
 
     def close(self, abort: bool = False) -> None:
-        """Ask the worker to close its envs and exit; one that does not within 10 s (1 s when
-        ``abort``: the run is failing or stopped at once, the worker perhaps stuck in an env) is
-        killed (it ignores SIGTERM, the trainer's signal)."""
+        """Ask the worker to close its envs and exit; one that does not within :data:`CLOSE_SECONDS`
+        (:data:`ABORT_SECONDS` when ``abort``: the run is failing or stopped at once, the worker
+        perhaps stuck in an env) is killed (it ignores SIGTERM, the trainer's signal)."""
         if not self.dead:
             try:
                 self.conn.send_bytes(pack_object(("close", None)))
             except (BrokenPipeError, OSError):
                 pass
-        self.process.join(timeout=1 if abort else 10)
+        self.process.join(timeout=ABORT_SECONDS if abort else CLOSE_SECONDS)
         if self.process.is_alive():
             self.process.kill()
             self.process.join(timeout=5)

@@ -23,6 +23,7 @@ from rlkit.ablation.sweep import sweep_lock
 from rlkit.cli import main
 from rlkit.errors import ConfigError
 from rlkit.io.files import read_json, write_atomic
+from tests.processes import children, wait_gone
 
 ROOT = Path(__file__).parents[2]
 BASE = {"name": "t", "envs": ["CartPole-v1"], "seeds": 2, "preset": "cartpole", "total_steps": 1024,
@@ -257,18 +258,6 @@ SLOW = {**BASE, "seeds": 4, "total_steps": 40_960, "num_envs": 2, "num_steps": 1
         "eval_every": 0, "eval_episodes": 2}
 
 
-def _children(pid):
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("pack, workers", [("1", "2"), ("2", "1")])  # runs alone; packs of two seeds
 def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp_path, pack, workers):
@@ -279,7 +268,7 @@ def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp
     deadline = time.time() + 120
     while not list(out.glob("runs/*/checkpoints/update-*")) and time.time() < deadline:
         time.sleep(0.02)
-    workers = _children(proc.pid)
+    workers = children(proc.pid)
     proc.send_signal(signal.SIGINT)  # the sweep's own pid only, as `kill -INT` or a notebook does
     try:
         err = proc.communicate(timeout=60)[1]
@@ -292,10 +281,7 @@ def test_sigint_to_the_sweep_pid_starts_no_further_run_and_leaves_no_process(tmp
     again = shlex.split(err.strip().splitlines()[-1].split("continue with: ", 1)[1])  # pastes as it reads
     assert again[:3] == ["rlkit", "sweep", spec] and again[again.index("--out") + 1] == str(out)
     assert len(list(out.glob("runs/*/result.json"))) < 4 and len(list(out.glob("runs/*"))) <= 2  # none queued ran
-    time.sleep(0.5)
-    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists()
-             and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"]
-    assert workers and not alive
+    assert workers and wait_gone(workers) == []
     stopped = [json.loads((d / "checkpoints" / "latest.json").read_text()) for d in out.glob("runs/*")
                if (d / "checkpoints" / "latest.json").exists()]
     assert stopped  # the runs in flight checkpointed on their way out

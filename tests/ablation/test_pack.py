@@ -69,14 +69,15 @@ def test_a_packed_sweep_killed_with_sigkill_resumes_alone_or_packed_to_the_same_
     out = tmp_path / "out"
     # Every run started as a member (a run that had not started would train with --pack 1 as a
     # single run, whose numbers are not a member's), so each resumes as a population of one.
-    sigkill_mid_sweep(spec, out, "--pack", "2", started=4)
+    sigkill_mid_sweep(spec, out, "--pack", "2")
     assert all(is_member(d) for d in (out / "runs").iterdir()) and len(list((out / "runs").iterdir())) == 4
     resumed = run_sweep(spec, str(out), workers=2, progress=False, pack=1)  # each member alone
     straight = run_sweep(spec, str(tmp_path / "straight"), workers=2, progress=False, pack=2)
     key = lambda r: (r["variant"], r["seed"], r["step"])  # noqa: E731
     a = {key(r): r["eval_return_mean"] for r in rows(out / "results.csv")}
     b = {key(r): r["eval_return_mean"] for r in rows(tmp_path / "straight" / "results.csv")}
-    assert resumed.done == straight.done == 4 and a == b and len(a) == 4 * 16
+    failed = [p.read_text() for p in (out / "status").glob("*.json") if "failed" in p.read_text()]
+    assert resumed.done == straight.done == 4 and a == b and len(a) == 4 * 16, failed
     for run_dir in (tmp_path / "straight" / "runs").iterdir():
         assert_same_bits(final_tensors(run_dir), final_tensors(out / "runs" / run_dir.name))
 

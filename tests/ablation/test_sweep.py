@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,6 +18,7 @@ from rlkit.ablation.report import write_report
 from rlkit.ablation.sweep import run_sweep
 from rlkit.cli import main
 from rlkit.errors import ConfigError
+from tests.processes import children, wait_gone, wait_until
 
 ROOT = Path(__file__).parents[2]
 SPEC = """
@@ -170,20 +170,47 @@ def test_failed_runs_are_recorded_and_retried_on_request(tmp_path, capsys):
     assert "rlkit-test/Raising-v0 / seed 1: failed" in Path(report["report"]).read_text()
 
 
-def sigkill_mid_sweep(spec, out, *flags, started=1):
-    """Start ``rlkit sweep spec --out out --workers 2 flags``, SIGKILL it once ``started`` runs
-    have checkpointed and before all have finished; the workers die with it."""
-    cmd = [sys.executable, "-c", "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))",
-           "sweep", spec, "--out", str(out), "--workers", "2", *flags]
+# A sweep whose runs each stop for good once they have logged their second update (after their
+# first checkpoint), each worker first leaving a file named by its pid in the folder given first.
+# Its workers are forked (as on a CPU build of torch) so that they inherit the stop.
+PAUSES_EACH_RUN = """
+import multiprocessing, os, sys, time
+from pathlib import Path
+from rlkit.ablation import runner
+from rlkit.cli import main
+from rlkit.io.logger import Logger
+paused = Path(sys.argv.pop(1))
+runner.pool_context = lambda: multiprocessing.get_context("fork")
+logged = Logger.scalars
+def scalars(self, values, step):
+    logged(self, values, step)
+    if step == 512:
+        (paused / str(os.getpid())).touch()
+        time.sleep(3600)
+Logger.scalars = scalars
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def sigkill_mid_sweep(spec, out, *flags):
+    """Start ``rlkit sweep spec --out out --workers 2 flags`` (a spec of 256 steps an update and a
+    checkpoint every update, as :data:`SPEC`), SIGKILL it once both workers are inside a run past
+    its first checkpoint (each stopped there, see :data:`PAUSES_EACH_RUN`), and wait until its
+    workers have died with it."""
+    paused = out.parent / "paused"
+    paused.mkdir()
+    cmd = [sys.executable, "-c", PAUSES_EACH_RUN, str(paused), "sweep", spec, "--out", str(out), "--workers", "2",
+           *flags]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while len({p.parts[-3] for p in out.glob("runs/*/checkpoints/update-*")}) < started and time.time() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert len(list(out.glob("runs/*/result.json"))) < 4, "the sweep finished before it could be killed"
-    time.sleep(0.5)  # the workers die with the sweep (PR_SET_PDEATHSIG)
+    try:
+        assert wait_until(lambda: len(list(paused.iterdir())) == 2 or proc.poll() is not None), "no worker paused"
+        workers = children(proc.pid)
+        assert proc.poll() is None and {int(p.name) for p in paused.iterdir()} <= set(workers)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not list(out.glob("runs/*/result.json"))
+    assert wait_gone(workers) == []  # the workers die with the sweep (die_with_owner)
 
 
 def test_a_sweep_killed_with_sigkill_resumes_to_the_same_results(finished, tmp_path):

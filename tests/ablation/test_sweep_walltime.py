@@ -121,3 +121,32 @@ def test_a_sweep_with_nothing_finished_is_refused_in_one_line(walltime, sweep, c
     assert code == 2 and not out and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (f"sweep_walltime.py: error: no finished run in {sweep} (3 failed, "
                                             "unfinished or with a damaged status file)")
+
+
+def test_the_pool_estimate_is_measured_for_real_at_a_tiny_budget(walltime, tmp_path, capsys):
+    """The real measurement (no stub) at one update of each (variant, env), scaled to a long
+    budget: its figures are finite and positive and the table's pool is the per-(variant, env)
+    times on two workers, longest first (times themselves are not checked)."""
+    import re
+
+    out = tmp_path / "sweep"
+    spec = expand({**SPEC, "total_steps": 512 * 10_000,
+                   "variants": {"ppo": {}, "outer": {"presets": ["outer-nesterov"]}}})
+    claim_sweep_dir(out, spec, None)
+    packs = {"ppo": 100.0, "outer": 300.0}  # each (variant, env)'s pack's seconds, in each of its runs' status
+    for run in spec.runs:
+        (out / "status" / f"{run.name}.json").write_text(json.dumps({"status": "done", "seconds": packs[run.variant]}))
+    code, text, err = walltime([out, "--measure-steps", "512", "--workers", "2"], capsys)
+    assert code == 0, err
+    alone = dict(re.findall(r"(ppo|outer) CartPole-v1 ([0-9.]+) min", text))
+    minutes = {v: float(m) for v, m in alone.items()}
+    assert set(minutes) == {"ppo", "outer"} and all(0 < m < float("inf") for m in minutes.values()), text
+    row = next(line for line in text.splitlines() if line.startswith("| 6 |")).split("|")
+    packs_h, pool_h, ratio = float(row[4]), float(row[5]), float(row[6].strip().rstrip("×"))
+    module = importlib.import_module("sweep_walltime")
+    expected = module.pool_seconds([minutes["ppo"] * 60] * 3 + [minutes["outer"] * 60] * 3, 2)
+    assert packs_h == round(300 / 3600, 2)  # the two packs side by side on the two workers
+    assert abs(pool_h * 3600 - expected) <= 0.005 * 3600 + 3 * 3  # table and per-pair figures rounded
+    assert ratio == pytest.approx(pool_h * 3600 / 300.0, rel=0.01)
+    no_evals = module.measure_config({**spec.runs[0].config, "eval_every": 0}, 512, str(tmp_path))
+    assert no_evals.eval_every == 0 and no_evals.total_steps == 512  # a run without periodic evaluations has none

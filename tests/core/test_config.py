@@ -13,13 +13,25 @@ from rlkit.errors import ConfigError, RlkitError
 from rlkit.rlhf.config import RLHFConfig
 
 
+PROPERTIES = {  # each config's every property, on a config whose fields make each value distinct
+    rlkit.TrainConfig: (dict(num_envs=4, num_steps=96, total_steps=10_000, checkpoint_every=1_000, hp3o=True,
+                             env_kwargs='{"gravity": 9.0}'),
+                        {"batch_size": 384, "num_updates": 26, "checkpoint_every_updates": 2,
+                         "env_options": {"gravity": 9.0}, "variant": "hp3o"}),
+    RLHFConfig: (dict(num_envs=4, max_new_tokens=8, checkpoint_every=100, outer=True),
+                 {"checkpoint_every_updates": 3, "variant": "outer-lr1"}),
+}
+
+
 @pytest.mark.parametrize("cls", [rlkit.TrainConfig, RLHFConfig])
-def test_every_property_of_both_configs_evaluates(cls):
+def test_every_property_of_both_configs_evaluates_to_its_value(cls):
     """A property shared by both configs once read ``total_steps`` and raised AttributeError on RLHF."""
-    cfg = cls()
-    for name, member in inspect.getmembers(cls):
-        if isinstance(member, property):
-            getattr(cfg, name)
+    fields, expected = PROPERTIES[cls]
+    cfg = cls(**fields)
+    names = {name for name, member in inspect.getmembers(cls) if isinstance(member, property)}
+    assert names == set(expected)  # a new property gets its expected value here
+    assert {name: getattr(cfg, name) for name in names} == expected
+    assert cls().checkpoint_every_updates == (0 if cls is RLHFConfig else 97)  # the defaults: none; 50,000 steps
 
 
 @pytest.mark.parametrize("cls", [rlkit.TrainConfig, RLHFConfig])

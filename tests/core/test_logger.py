@@ -75,16 +75,30 @@ def test_a_fresh_runs_config_is_written_before_its_first_event_file(tmp_path, mo
     assert seen == [True]
 
 
-def test_a_resumed_runs_file_sorts_after_a_file_named_ahead_of_the_clock_without_waiting(tmp_path):
+def test_a_resumed_runs_file_sorts_after_a_file_named_ahead_of_the_clock_without_waiting(tmp_path, monkeypatch):
+    """The logger's clock stands still here: waiting for it to pass the other file's second would
+    never end (the thread is given a minute, a bound on a hang only), and sleeping is refused."""
     import time
+    from types import SimpleNamespace
 
-    ahead = int(time.time()) + 30  # another host's clock, or a skewed one
+    from rlkit.io import logger
+
+    now = int(time.time())
+    ahead = now + 30  # another host's clock, or a skewed one
     (tmp_path / f"events.out.tfevents.{ahead:010d}.elsewhere.1.0").write_bytes(b"")
-    start = time.perf_counter()
-    log = Logger(str(tmp_path), purge_step=5)
-    log.close()
+    slept = []
+    monkeypatch.setattr(logger, "time", SimpleNamespace(time=lambda: float(now), sleep=slept.append))
+    monkeypatch.setattr(time, "sleep", slept.append)
+    done = threading.Event()
+
+    def resume():
+        Logger(str(tmp_path), purge_step=5).close()
+        done.set()
+
+    threading.Thread(target=resume, daemon=True).start()
+    assert done.wait(60) and slept == []
     names = sorted(p.name for p in tmp_path.glob("events.out.tfevents.*"))
-    assert time.perf_counter() - start < 0.5 and names[-1].split(".")[3] == f"{ahead + 1:010d}"
+    assert len(names) == 2 and names[-1].split(".")[3] == f"{ahead + 1:010d}"
 
 
 def test_hyperparameters_take_numpy_numbers_and_nested_values(tmp_path):

@@ -143,20 +143,27 @@ def test_a_population_starts_one_worker_not_a_worker_per_env(tmp_path, monkeypat
     assert len(made) == 1
 
 
-def test_a_worker_stuck_in_an_env_is_killed_when_the_run_aborts():
+def test_a_worker_stuck_in_an_env_is_killed_when_the_run_aborts(monkeypatch):
     """The worker ignores the trainer's SIGINT and SIGTERM; one stuck in an env's step cannot read
-    "close": an aborting run kills it at once rather than wait for it."""
-    import time
+    "close": an aborting run kills it at once rather than wait for it. The wait of a plain close is
+    made an hour here: a close that waited for it would hang (bounded by a minute)."""
+    import signal
+    import threading
 
     import numpy as np
 
     import tests.toy_envs  # noqa: F401  (registers the toy envs)
 
+    monkeypatch.setattr(population_host, "CLOSE_SECONDS", 3600.0)
     host = population_host.HostedEnvs(population_host.HostedSpec("rlkit-test/HangsOnStep-v0", 1, "", {}, [1]), [1])
     assert host.errors == {} and host.start(np.zeros((2, 1), np.int64), {1})
-    start = time.perf_counter()
-    host.close(abort=True)
-    assert not host.process.is_alive() and time.perf_counter() - start < 8
+    closed = threading.Event()
+    threading.Thread(target=lambda: (host.close(abort=True), closed.set()), daemon=True).start()
+    try:
+        assert closed.wait(60), "an aborting close waited for the stuck worker"
+        assert not host.process.is_alive() and host.process.exitcode == -signal.SIGKILL
+    finally:
+        host.process.kill()  # where the close hangs: the worker must not keep this process from exiting
 
 
 @pytest.mark.parametrize("async_envs", [True, False])

@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 import rlkit
 from rlkit.io.checkpoint import resolve_checkpoint
+from tests.robustness.helpers import logged_steps
 
 
 def small(logdir, **kw):
@@ -102,38 +103,51 @@ def test_async_envs_run_and_match_sync(logdir):
     assert all((wa[k] == wb[k]).all() for k in wa)
 
 
-def _scalar_steps(run_dir, tag):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    acc.Reload()
-    return [e.step for e in acc.Scalars(tag)]
+# The killed run's process: once update 8 is logged (after the checkpoint of update 5, before that
+# of update 10) it says so in a file and stops there, to be killed with its events past the checkpoint.
+STOPS_AFTER_UPDATE_8 = """
+import sys, time
+from pathlib import Path
+import rlkit, tests.toy_envs
+from rlkit.io.logger import Logger
+from tests.gym.test_training import small
+logged = Logger.scalars
+def scalars(self, values, step):
+    logged(self, values, step)
+    if step == 8 * 512:
+        Path(sys.argv[1]).write_text("update 8 logged")
+        time.sleep(3600)
+Logger.scalars = scalars
+rlkit.train(small(sys.argv[2], run_name="r", **eval(sys.argv[3])))
+"""
 
 
 def test_kill_9_and_resume_equals_uninterrupted_run(tmp_path):
-    args = dict(total_steps=60 * 512, checkpoint_every=5 * 512, update_epochs=2, eval_episodes=1)
+    args = dict(total_steps=12 * 512, checkpoint_every=5 * 512, update_epochs=2, eval_episodes=1)
     ref = rlkit.train(small(str(tmp_path / "ref"), run_name="r", **args))
-    logdir = str(tmp_path / "killed")
-    code = ("import sys, rlkit, tests.toy_envs; from tests.gym.test_training import small; "
-            f"rlkit.train(small({logdir!r}, run_name='r', **{args!r}))")
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[2])
+    logdir, marker = str(tmp_path / "killed"), tmp_path / "stopped"
+    proc = subprocess.Popen([sys.executable, "-c", STOPS_AFTER_UPDATE_8, str(marker), logdir, repr(args)],
+                            cwd=Path(__file__).parents[2])
+    try:
+        deadline = time.time() + 120  # a bound on a hang only
+        while not marker.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        assert marker.exists(), "the run never logged its update 8"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
     ckpts = Path(logdir) / "r" / "checkpoints"
-    deadline = time.time() + 120
-    while not any(p.name.startswith("update-") for p in ckpts.glob("update-*")) and time.time() < deadline:
-        time.sleep(0.005)
-    time.sleep(0.05)  # land somewhere between checkpoints
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    killed_at = json.loads((ckpts / "latest.json").read_text())["checkpoint"]
-    assert killed_at != "update-0000060", "the run finished before it could be killed"
+    assert json.loads((ckpts / "latest.json").read_text())["checkpoint"] == "update-0000005"
+    assert logged_steps(Path(logdir) / "r", "charts/learning_rate")[-1] == 8 * 512  # logged past the checkpoint
     resumed = rlkit.train(rlkit.TrainConfig(resume=str(Path(logdir) / "r")))
     wa = load_file(str(resolve_checkpoint(ref.run_dir) / "tensors.safetensors"))
     wb = load_file(str(resolve_checkpoint(resumed.run_dir) / "tensors.safetensors"))
     assert all((wa[k] == wb[k]).all() for k in wa)
     assert resumed.eval_return_mean == ref.eval_return_mean
     # TensorBoard: one point per update, none duplicated or lost across the kill.
-    expected = [512 * (i + 1) for i in range(60)]
-    assert _scalar_steps(Path(logdir) / "r", "charts/learning_rate") == expected
-    assert _scalar_steps(Path(ref.run_dir), "charts/learning_rate") == expected
+    expected = [512 * (i + 1) for i in range(12)]
+    assert logged_steps(Path(logdir) / "r", "charts/learning_rate") == expected
+    assert logged_steps(Path(ref.run_dir), "charts/learning_rate") == expected
 
 
 @pytest.mark.slow

@@ -14,6 +14,16 @@ SMALL = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--up
          "--eval-episodes", "1", "--total-steps", "1024"]
 
 
+def logged_steps(run_dir: Path | str, tag: str = "charts/learning_rate") -> list[int]:
+    """The steps of ``tag``'s scalars in a run's TensorBoard events (one per update for the default
+    tag), as TensorBoard reads them; a file still being written reads to its last whole record."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    acc.Reload()
+    return [e.step for e in acc.Scalars(tag)] if tag in acc.Tags()["scalars"] else []
+
+
 def cli_command(*args: str) -> list[str]:
     return [sys.executable, "-c", CLI, *args]
 

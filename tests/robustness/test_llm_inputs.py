@@ -3,7 +3,6 @@
 import json
 import os
 import shutil
-import time
 
 import pytest
 
@@ -32,12 +31,36 @@ def one_error(capsys, code):
     return line
 
 
-def test_a_missing_local_model_fails_at_once_without_network_noise(models, tmp_path, capsys):
+@pytest.fixture
+def network_attempts(monkeypatch):
+    """Every attempt of this process to resolve a host name or open a connection, refused and recorded."""
+    import socket
+
+    attempts = []
+
+    def refuse(name):
+        def call(*args, **kwargs):
+            attempts.append((name, args[1:] if name.startswith("socket.") else args))
+            raise OSError(f"the test refuses {name}")
+        return call
+
+    for name in ("getaddrinfo", "create_connection"):
+        monkeypatch.setattr(socket, name, refuse(name))
+    for name in ("connect", "connect_ex"):
+        monkeypatch.setattr(socket.socket, name, refuse(f"socket.{name}"))
+    return attempts
+
+
+@pytest.mark.parametrize("missing", ["a folder", "a hub name"])
+def test_a_missing_local_model_fails_at_once_without_network_noise(models, tmp_path, capsys, network_attempts,
+                                                                   missing):
+    """Neither a missing folder nor a name absent from the local hub cache asks the network."""
     _, rm, prompts = models
-    start = time.perf_counter()
-    line = one_error(capsys, main(rlhf_args(tmp_path / "nope", rm, prompts, tmp_path)))
-    assert time.perf_counter() - start < 10 and "no such folder" in line
-    assert "nothing is downloaded" in line
+    name = tmp_path / "nope" if missing == "a folder" else "rlkit-test-nobody/no-such-model"
+    code = main(rlhf_args(name, rm, prompts, tmp_path))
+    assert network_attempts == []
+    line = one_error(capsys, code)
+    assert "no such folder" in line and "nothing is downloaded" in line
 
 
 def test_a_causal_lm_as_reward_model_is_refused(models, tmp_path, capsys):

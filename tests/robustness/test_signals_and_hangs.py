@@ -1,32 +1,34 @@
 """Interrupts stop a run with a checkpoint and never hang; evaluation always ends."""
 
 import json
+import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
-from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, run_cli
+from tests.processes import signal_set, state, wait_until
+from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, logged_steps, run_cli
 
 
 def _start_and_signal(tmp_path, sig, *extra):
+    """Start a long run and send ``sig`` once it has logged three updates (well into training)."""
     logdir = tmp_path / "runs"
     args = ["train", "--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
             "--total-steps", "10000000", "--checkpoint-every", "100000000", "--eval-episodes", "1",
             "--logdir", str(logdir), "--run-name", "r", *extra]
     proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
-    deadline = time.time() + 60
-    while not list((logdir / "r").glob("events.out.tfevents.*")) and time.time() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # well into training (several updates)
+    assert wait_until(lambda: proc.poll() is not None or (logdir / "r").is_dir() and len(logged_steps(logdir / "r")) >= 3,
+                      poll=0.05), "the run logged no update"
     proc.send_signal(sig)  # to the main process only, as `kill -INT PID` or a notebook's interrupt does
     try:
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         proc.kill()
-        pytest.fail(f"still running 30 s after {sig.name}")
+        pytest.fail(f"still running 60 s after {sig.name}")
     return proc.returncode, err, logdir / "r"
 
 
@@ -43,8 +45,6 @@ def test_sigint_with_async_envs_stops_with_a_checkpoint_and_never_hangs(tmp_path
 @pytest.mark.parametrize("async_envs", [True, False])
 def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, async_envs):
     """A signal while the envs are being built (async workers spawning) is honoured, not lost."""
-    import os
-
     marker, logdir = tmp_path / "marker", tmp_path / "runs"
     args = ["train", "--env", "rlkit-test/SlowStart-v0", "--num-envs", "2", "--num-steps", "64",
             "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "10000000", "--eval-episodes", "0",
@@ -68,7 +68,6 @@ def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, asy
 def test_a_signal_during_a_resumed_runs_start_up_leaves_its_checkpoint_as_it_was(tmp_path):
     """Stopped before its first update, a resumed run has nothing new to save: the checkpoint it
     resumed from stays as it is (not rewritten as an interrupt's), and the next resume continues from it."""
-    import os
 
     marker, logdir = tmp_path / "marker", tmp_path / "runs"
     small = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
@@ -92,45 +91,100 @@ def test_a_signal_during_a_resumed_runs_start_up_leaves_its_checkpoint_as_it_was
     assert f"--resume {logdir / 'r'}" in err
 
 
+# The `rlkit` command (rlkit_launch), stopping itself (SIGSTOP) where the test is to send its
+# signals: when the module named first begins to import, and, with "exit", when it first writes to
+# stderr (the line of an exit under way).
+PAUSES = """
+import os, signal, sys
+module, at_exit = sys.argv.pop(1), sys.argv.pop(1) == "exit"
+
+class PauseAtImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == module:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return None
+
+class PauseAtFirstWrite:
+    def __init__(self, stream):
+        self.stream, self.paused = stream, False
+    def write(self, text):
+        if not self.paused:
+            self.paused = True
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return self.stream.write(text)
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+sys.meta_path.insert(0, PauseAtImport())
+if at_exit:
+    sys.stderr = PauseAtFirstWrite(sys.stderr)
+import rlkit_launch
+sys.exit(rlkit_launch.main())
+"""
+
+
+def _paused(proc):
+    assert wait_until(lambda: state(proc.pid) in ("T", "Z", None), 60), "the process never paused"
+    assert state(proc.pid) == "T", proc.communicate()[1][-1500:]
+
+
+def _start_paused(tmp_path, module, at_exit=False):
+    """The `rlkit train` command stopped as ``module`` begins to import, inside the imports'
+    blocked-signals window (checked)."""
+    cmd = [sys.executable, "-c", PAUSES, module, "exit" if at_exit else "no", "train", "--preset", "cartpole",
+           "--total-steps", "4096", "--logdir", str(tmp_path / "runs"), "--no-progress"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    _paused(proc)
+    assert {signal.SIGINT, signal.SIGTERM} <= signal_set(proc.pid, "SigBlk")  # the imports' window
+    return proc
+
+
+STARTING = "rlkit: interrupted while starting; nothing was written"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize("delay", [0.3, 0.8])
-def test_a_signal_while_rlkit_is_still_importing_is_one_line(tmp_path, delay, sig):
-    """The ``rlkit`` command's entry point (rlkit_launch) before torch has finished importing."""
-    import sys
-
-    cmd = [sys.executable, "-c", "import sys, rlkit_launch; sys.exit(rlkit_launch.main())", "train", "--preset",
-           "cartpole", "--total-steps", "4096", "--logdir", str(tmp_path / "runs"), "--no-progress"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    time.sleep(delay)
+@pytest.mark.parametrize("module", ["torch._C", "rlkit.cli"])  # torch's C++ start-up; rlkit, after torch
+def test_a_signal_while_rlkit_is_still_importing_is_one_line(tmp_path, module, sig):
+    """The ``rlkit`` command's entry point (rlkit_launch) before its imports are done: one line,
+    exit code 128 + the signal, nothing written."""
+    proc = _start_paused(tmp_path, module)
     proc.send_signal(sig)
+    proc.send_signal(signal.SIGCONT)
     _, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err and proc.returncode in (128 + sig, -sig), err[-1500:]
-    if proc.returncode == 128 + sig:
-        assert err.strip().splitlines()[-1].startswith("rlkit: ")
+    assert proc.returncode == 128 + sig and err.strip().splitlines() == [STARTING], (proc.returncode, err[-1500:])
+    assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("first, second", [(signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)])
-@pytest.mark.parametrize("delay, gap", [(0.3, 0.0), (0.8, 0.01), (0.8, 0.05)])
-def test_two_signals_while_rlkit_is_still_importing_are_one_line(tmp_path, first, second, delay, gap):
-    """Ctrl-C pressed twice (or a SIGTERM after it) before torch has finished importing: the
-    second signal finds the exit under way and cannot kill the process."""
-    import sys
-
-    cmd = [sys.executable, "-c", "import sys, rlkit_launch; sys.exit(rlkit_launch.main())", "train", "--preset",
-           "cartpole", "--total-steps", "4096", "--logdir", str(tmp_path / "runs"), "--no-progress"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    time.sleep(delay)
+def test_a_second_signal_while_rlkit_exits_from_its_imports_changes_nothing(tmp_path, first, second):
+    """Ctrl-C pressed twice (or a SIGTERM after it) before the imports are done: the second signal
+    lands while the first one's exit is under way (its line being written) and is ignored."""
+    proc = _start_paused(tmp_path, "torch._C", at_exit=True)
     proc.send_signal(first)
-    time.sleep(gap)
+    proc.send_signal(signal.SIGCONT)
+    _paused(proc)  # in the first signal's handler, writing its line
+    assert {signal.SIGINT, signal.SIGTERM} <= signal_set(proc.pid, "SigIgn")  # the exit holds them off
     proc.send_signal(second)
+    proc.send_signal(signal.SIGCONT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode != -second and "Traceback" not in err, (proc.returncode, err[-1500:])
-    if proc.returncode >= 0:
-        # both pending at once (no gap): Python runs their handlers in signal-number order
-        assert proc.returncode in (128 + first, 128 + second) and len(err.strip().splitlines()) == 1, err
-        assert err.startswith("rlkit: ")
+    assert proc.returncode == 128 + first and err.strip().splitlines() == [STARTING], (proc.returncode, err[-1500:])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("first, second", [(signal.SIGINT, signal.SIGTERM), (signal.SIGTERM, signal.SIGINT)])
+def test_two_signals_pending_when_the_imports_end_are_one_line(tmp_path, first, second):
+    """Both signals arrive while the imports hold them back: when they end, Python runs the pending
+    handlers in signal-number order, so SIGINT's (the lower) ends the process, in one line."""
+    proc = _start_paused(tmp_path, "torch._C")
+    proc.send_signal(first)
+    proc.send_signal(second)
+    proc.send_signal(signal.SIGCONT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT and err.strip().splitlines() == [STARTING], (proc.returncode, err)
 
 
 def test_sigterm_is_handled_like_sigint(tmp_path):
@@ -195,10 +249,10 @@ def test_a_signal_during_the_final_evaluation_stops_it_and_a_resume_evaluates(tm
     args = ["train", "--env", "rlkit-test/Endless-v0", "--num-envs", "2", "--num-steps", "64",
             "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "256", "--checkpoint-every", "128",
             "--eval-episodes", "1", "--eval-max-steps", "100000000", "--logdir", str(logdir), "--run-name", "r"]
+    marker = tmp_path / "marker"  # the evaluation's episode at its 1000th step (a training episode has 64)
     proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    _wait_for(run / "checkpoints" / "update-0000002", proc)
-    time.sleep(0.5)  # in the (endless) final evaluation
+                            start_new_session=True, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    _wait_for(marker, proc)
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=30)
