@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import logging
 import signal
 import sys
@@ -32,8 +33,8 @@ def check_env_id(env_id: str) -> None:
     if module:
         try:
             importlib.import_module(module)
-        except ImportError as exc:
-            raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_one_line(exc)}") from None
+        except (Exception, SystemExit) as exc:  # not only ImportError: a SyntaxError, or whatever its code raises
+            raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_import_failure(exc)}") from None
     register_namespace(name)
     if name not in gym.registry:
         register_installed()  # ids without a namespace: ale-py's BreakoutNoFrameskip-v4, MiniGrid's
@@ -43,14 +44,24 @@ def check_env_id(env_id: str) -> None:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
 
 
+def _import_failure(exc: BaseException) -> str:
+    """Why a module did not import, in one line: the error's type, its message and, for a
+    SyntaxError, the file and line."""
+    if isinstance(exc, ImportError):
+        return _one_line(exc)
+    where = f" ({exc.filename}, line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.filename else ""
+    text = exc.msg if isinstance(exc, SyntaxError) else _one_line(exc)
+    return f"{type(exc).__name__}: {text}{where}"
+
+
 @functools.cache
 def register_installed() -> None:
     """Register the ids of every env package of :data:`NAMESPACES` (and MiniGrid) that is installed
     (once per process)."""
-    for module, function, _ in NAMESPACES.values():
-        with contextlib.suppress(ImportError):
+    for module, function, _ in NAMESPACES.values():  # a package that is missing or broken registers nothing
+        with contextlib.suppress(Exception):
             _register(module, function)
-    with contextlib.suppress(ImportError):
+    with contextlib.suppress(Exception):
         importlib.import_module("minigrid")  # MiniGrid registers its ids when imported
 
 
@@ -81,17 +92,24 @@ def register_namespace(env_id: str) -> None:
         _register(module, function)
     except ImportError:
         raise EnvError(f"{env_id!r} needs the {module.split('.')[0]} package: pip install 'rlkit[{extra}]'") from None
+    except (Exception, SystemExit) as exc:
+        raise EnvError(f"{env_id!r}: the {module.split('.')[0]} package failed to register its envs: "
+                       f"{_import_failure(exc)}") from None
 
 
 EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid"}
 """Entry-point module prefix -> the rlkit extra that installs what its envs need."""
 
 
-def _cannot_make(env_id: str, exc: Exception, wrappers: str = "") -> EnvError:
-    """A failed construction as one line (naming the wrapper stack, if any); a missing optional
-    dependency names rlkit's extra for it."""
+def _cannot_make(env_id: str, exc: Exception, wrappers: str = "", env_kwargs: dict[str, Any] | None = None
+                 ) -> EnvError:
+    """A failed construction as one line naming the wrapper stack and the ``--env-kwargs`` (if
+    any) and the error's type (``KeyError: 5`` says what a bare ``5`` does not); a missing
+    optional dependency names rlkit's extra for it."""
     under = f" under --env-wrappers {wrappers}" if wrappers else ""
-    message = f"could not make {env_id!r}{under}: {_one_line(exc)}"
+    under += f" with --env-kwargs {_kwargs_text(env_kwargs)}" if env_kwargs else ""
+    what = _one_line(exc) if isinstance(exc, (EnvError, ConfigError)) else f"{type(exc).__name__}: {_one_line(exc)}"
+    message = f"could not make {env_id!r}{under}: {what}"
     if isinstance(exc, (BrokenPipeError, EOFError, ConnectionResetError)):
         message = f"could not make {env_id!r}{under}: a worker process died while starting (exit or crash)"
     if isinstance(exc, (gym.error.DependencyNotInstalled, ImportError)):
@@ -100,6 +118,14 @@ def _cannot_make(env_id: str, exc: Exception, wrappers: str = "") -> EnvError:
         if extra:
             message += f" (install it with: pip install 'rlkit[{extra}]')"
     return EnvError(message)
+
+
+def _kwargs_text(env_kwargs: dict[str, Any]) -> str:
+    """``env_kwargs`` as the JSON the user gave (``repr`` for what JSON cannot write)."""
+    try:
+        return json.dumps(env_kwargs)
+    except (TypeError, ValueError):
+        return repr(env_kwargs)
 
 
 def _signal_free_worker(*args: Any) -> None:
@@ -231,7 +257,7 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
     except (EnvError, ConfigError):
         raise
     except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
-        raise _cannot_make(env_id, exc, wrappers) from exc
+        raise _cannot_make(env_id, exc, wrappers, env_kwargs) from exc
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: str = "",
@@ -244,7 +270,7 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: st
     try:
         return wrap(gym.make(env_id, **make_kwargs(wrappers, env_kwargs or {})), wrappers, training)
     except Exception as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
-        raise _cannot_make(env_id, exc, wrappers) from exc
+        raise _cannot_make(env_id, exc, wrappers, env_kwargs) from exc
 
 
 def vector_env_masks(envs: gym.vector.VectorEnv, env_id: str, env_kwargs: dict[str, Any]) -> bool:
