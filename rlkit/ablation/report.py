@@ -24,11 +24,13 @@ def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwarg
     env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``,
     and among the allowed actions where the env masks them (as every agent on it acts)."""
     from rlkit.gym.agent import run_episodes
-    from rlkit.gym.envs import env_gives_masks, make_env
+    from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 
     env = make_env(env_id, env_kwargs, wrappers)
-    space, masked = env.action_space, env_gives_masks(env, env_id)
-    env.close()
+    try:
+        space, masked = env.action_space, env_gives_masks(env, env_id)
+    finally:
+        close_envs(env, env_id)  # a close() that raises is one warning
     space.seed(seed)
     rng = np.random.default_rng(seed)
 

@@ -19,7 +19,7 @@ import torch
 from rlkit.core.encoders import make_encoder
 from rlkit.errors import ConfigError
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import env_gives_masks, make_env
+from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.population import MemberOutcome, Population
 from rlkit.gym.trainer import PPOTrainer
 from rlkit.io.checkpoint import POPULATION_MARKER as MARKER
@@ -59,7 +59,7 @@ def check_population(cfg: TrainConfig) -> None:
         if env_gives_masks(env, cfg.env):
             raise ConfigError(f"a population does not act with action masks yet; {cfg.env} gives them")
     finally:
-        env.close()
+        close_envs(env, cfg.env, abort=True)  # a close() that raises: the members' own envs warn of it once
 
 
 def member_configs(cfg: TrainConfig, seeds: list[int], run_names: list[str] | None = None) -> list[TrainConfig]:
