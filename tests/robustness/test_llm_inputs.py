@@ -172,3 +172,29 @@ def test_eval_of_an_rlhf_run_or_a_folder_of_runs_says_what_it_is(models, tmp_pat
     capsys.readouterr()
     assert "is an RLHF run" in one_error(capsys, main(["eval", str(run)]))
     assert "holds 1 run(s)" in one_error(capsys, main(["eval", str(tmp_path / "runs")]))
+
+
+def test_an_rlhf_run_prints_no_transformers_deprecation_warnings(models, tmp_path):
+    """The KV cache goes back to the model under the keyword this transformers version takes (the
+    renamed ``cache`` printed a FutureWarning and a deprecation line in every run); four responses
+    to two prompts also take the shared-prompt path of the training forward."""
+    from tests.robustness.helpers import run_cli
+
+    policy, rm, prompts = models
+    args = [a for a in rlhf_args(policy, rm, prompts, tmp_path, "--no-progress")]
+    args[args.index("--num-envs") + 1] = "4"
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "FutureWarning" not in proc.stderr and "deprecated" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("extra", [["--lora-r", "2"], ["--gradient-checkpointing"]], ids=["lora", "checkpointing"])
+def test_lora_and_gradient_checkpointing_runs_meet_no_future_warning(models, tmp_path, extra):
+    """rlkit calls transformers by the names it does not deprecate (and keeps peft's read of a
+    deprecated one quiet): a FutureWarning turned into an error here stops nothing."""
+    import warnings
+
+    policy, rm, prompts = models
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        assert main(rlhf_args(policy, rm, prompts, tmp_path, *extra)) == 0
