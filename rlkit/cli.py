@@ -13,12 +13,14 @@ import logging
 import shlex
 import signal
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import Any, NoReturn
 
 import tyro
 
-from rlkit.core.config import deferred_validation, flat_field_names
+from rlkit.core.config import deferred_validation, flat_field_names, leaf_hint
 from rlkit.core.loop import StopRequest, stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
 
@@ -81,6 +83,24 @@ def _flags_given(argv: list[str], cls: type) -> set[str]:
     return given
 
 
+def _refuse_repeated_lists(argv: list[str], cls: type) -> None:
+    """A list flag (``--hidden-sizes 64 64``) given twice would keep only its last values: refused
+    in one line (``--seeds``, ``--resume`` and ``--preset`` extend instead)."""
+    names = flat_field_names(cls)
+    for name in sorted(n for n in names if _is_list(leaf_hint(cls, n))):
+        flag = "--" + name.replace("_", "-")
+        if sum(t == flag or t.startswith(flag + "=") for t in argv) > 1:
+            raise ConfigError(f"{flag} is given more than once and would keep only its last values; give all of "
+                              f"them after one {flag}")
+
+
+def _is_list(hint: Any) -> bool:
+    """Whether a field's annotation is a list of values (``tuple[X, ...]``, optionally None)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_is_list(h) for h in typing.get_args(hint))
+    return typing.get_origin(hint) in (tuple, list)
+
+
 def _refuse_switched_off(cfg: Any, argv: list[str]) -> None:
     """``--no-hp3o --hp3o-plus`` (or ``--no-X`` after a preset that sets X's options): any option of
     a variant turns it on, so a variant switched off by name while its options stay set is refused
@@ -109,10 +129,11 @@ def _train(argv: list[str]) -> int:
 
     pre = Parser(prog="rlkit train", add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
-    pre.add_argument("--seeds", nargs="+", type=int, default=None)
+    pre.add_argument("--seeds", nargs="+", action="extend", type=int, default=None)  # --seeds 1 2 --seeds 3: 1 2 3
     pre.add_argument("--population", type=int, default=None)
-    pre.add_argument("--resume", nargs="+", default=None)
+    pre.add_argument("--resume", nargs="+", action="extend", default=None)
     known, rest = pre.parse_known_args(argv)
+    _refuse_repeated_lists(rest, TrainConfig)
     many = known.seeds is not None or known.population is not None or len(known.resume or []) > 1
     if known.resume and not many:
         rest = [*rest, "--resume", known.resume[0]]
@@ -215,6 +236,7 @@ def _rlhf(argv: list[str]) -> int:
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer
 
+    _refuse_repeated_lists(argv, RLHFConfig)
     with deferred_validation():
         cfg = _tyro_cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
@@ -232,6 +254,7 @@ def _rm(argv: list[str]) -> int:
         raise ConfigError("usage: rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR")
     from rlkit.rlhf.reward_model import RMConfig, train_reward_model
 
+    _refuse_repeated_lists(argv[1:], RMConfig)
     cfg = _tyro_cli(RMConfig, args=argv[1:], prog="rlkit rm train",
                    description="Train a Bradley-Terry reward model on preference pairs.")
     print(json.dumps(train_reward_model(cfg).to_json()))

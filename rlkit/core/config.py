@@ -225,6 +225,13 @@ def flat_field_names(cls: type) -> dict[str, tuple[str, ...]]:
     return names
 
 
+def leaf_hint(cls: type, name: str) -> Any:
+    """The annotation of the leaf field ``name`` of a composed config class (in whichever sub-config holds it)."""
+    for sub in flat_field_names(cls)[name]:
+        cls = sub_configs(cls)[sub]  # type: ignore[assignment]
+    return field_hints(cls)[name]
+
+
 def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Split flat overrides into the config's own fields and each sub-config's. A sub-config's
     name with a dataclass value replaces it whole; a leaf name reaches its sub-config."""
