@@ -118,6 +118,31 @@ def _refuse_switched_off(cfg: Any, argv: list[str]) -> None:
                           f"{name} on (any of its options does); drop them or the --no- flag")
 
 
+def _refuse_options_left_off(cfg: Any, argv: list[str]) -> None:
+    """A variant option named on the command line takes effect or is refused: one at its default
+    while its variant stays off (``--group-form rloo`` or ``--group-size 1`` alone: every group
+    option at its default) would run plain PPO without a word. ``--no-`` flags ask for an option's
+    absence, which an off variant honours; a resumed run checks its flags against its own config."""
+    from rlkit.variants.registry import registered
+
+    if cfg.resume:
+        return
+    given = _flags_given([t for t in argv if not t.startswith("--no-")], type(cfg))
+    off = {t[5:].replace("-", "_") for t in argv if t.startswith("--no-")}
+    for name in sorted(set(registered()) - off):
+        options = getattr(cfg.variants, name, None)
+        if options is None or options.enabled:
+            continue
+        named = [f for f in options.__dataclass_fields__ if f in given]
+        if named:
+            flags = ", ".join(f"--{f.replace('_', '-')} {getattr(options, f)}" for f in named)
+            turn_on = getattr(options, "turn_on", None) or (f"--{name.replace('_', '-')}" if name in
+                                                             options.__dataclass_fields__ else
+                                                             "an option away from its default")
+            raise ConfigError(f"{flags}: the {name} variant stays off (its options are all at their defaults), so "
+                              f"this would run plain PPO; turn it on ({turn_on}) or drop the flag")
+
+
 def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
     """On ``--resume``, the other fields the command line sets (the trainer refuses those a
     resumed run may not change, naming them)."""
@@ -148,6 +173,7 @@ def _train(argv: list[str]) -> int:
         cfg = _tyro_cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
                        config=TYRO_CONFIG)
     _refuse_switched_off(cfg, rest)
+    _refuse_options_left_off(cfg, rest)
     if many:
         return _train_population(cfg, known, rest)
     from rlkit.gym.trainer import PPOTrainer
@@ -241,6 +267,7 @@ def _rlhf(argv: list[str]) -> int:
         cfg = _tyro_cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
     _refuse_switched_off(cfg, argv)
+    _refuse_options_left_off(cfg, argv)
     if cfg.resume:
         trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=_resume_changes(cfg, argv))
     else:

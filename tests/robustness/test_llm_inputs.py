@@ -198,3 +198,21 @@ def test_lora_and_gradient_checkpointing_runs_meet_no_future_warning(models, tmp
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         assert main(rlhf_args(policy, rm, prompts, tmp_path, *extra)) == 0
+
+
+@pytest.mark.parametrize("args", [["--group-form", "rloo"], ["--group-size", "1"], ["--group-size=1", "--group-form", "rloo"],
+                                  ["--group-form", "grpo"], ["--group-size", "1", "--group-form", "grpo"]])
+def test_a_group_option_that_would_not_take_effect_is_refused(models, tmp_path, capsys, args):
+    """``--group-form rloo`` (the default form) or ``--group-size 1`` alone left the variant off: the
+    run was plain PPO with a value head. Every group flag named takes effect or is refused."""
+    policy, rm, prompts = models
+    line = one_error(capsys, main(rlhf_args(policy, rm, prompts, tmp_path, *args)))
+    assert "group" in line and ("stays off" in line or "group_size >= 2" in line), line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("args,hint", [(["--outer-lr", "1.0"], "--outer"), (["--hp3o-buffer-size", "20"], "--hp3o")])
+def test_a_gym_variant_option_named_at_its_default_alone_is_refused(tmp_path, capsys, args, hint):
+    line = one_error(capsys, main(["train", *args, "--logdir", str(tmp_path / "runs")]))
+    assert "stays off" in line and f"turn it on ({hint})" in line
+    assert not (tmp_path / "runs").exists()
