@@ -115,14 +115,19 @@ def _is_number(value: object) -> bool:
     return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**1023)
 
 
-def require_minibatches(batch: int, num_minibatches: int, norm_adv: bool, batch_name: str) -> None:
+ONE_RESPONSE = "response (which may end after its first token)"
+"""What an RLHF minibatch of one sequence holds (``unit`` of :func:`require_minibatches`)."""
+
+
+def require_minibatches(batch: int, num_minibatches: int, norm_adv: bool, batch_name: str,
+                        unit: str = "sample") -> None:
     """One-line :class:`ConfigError` unless ``num_minibatches`` splits a batch of ``batch`` samples
-    (named ``batch_name``) evenly, into at least two samples each when advantages are normalized
-    per minibatch (the std of one value is undefined)."""
+    (named ``batch_name``; ``unit``: what one is) evenly, into at least two each when advantages are
+    normalized per minibatch (the std of one value is undefined)."""
     if batch % num_minibatches:
         raise ConfigError(f"num_minibatches={num_minibatches} does not divide the batch {batch_name}={batch}")
     if norm_adv and batch < 2 * num_minibatches:
-        raise ConfigError(f"num_minibatches={num_minibatches} makes minibatches of one sample of {batch_name}="
+        raise ConfigError(f"num_minibatches={num_minibatches} makes minibatches of one {unit} of {batch_name}="
                           f"{batch}, whose advantages cannot be normalized; use fewer minibatches or --no-norm-adv")
 
 

@@ -20,8 +20,8 @@ def models(tmp_path):
 
 def rlhf_args(policy, rm, prompts, tmp_path, *extra):
     return ["rlhf", "--policy", str(policy), "--reward-model", str(rm), "--prompts", str(prompts), "--iterations", "1",
-            "--num-envs", "2", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"), "--torch-threads", "1",
-            "--no-save-model", *extra]
+            "--num-envs", "2", "--num-minibatches", "1", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"),
+            "--torch-threads", "1", "--no-save-model", *extra]
 
 
 def one_error(capsys, code):
@@ -106,7 +106,7 @@ def test_an_rlhf_run_resumes_from_another_directory_and_after_its_model_moved(mo
     policy, rm, prompts = models
     monkeypatch.chdir(tmp_path)
     args = ["rlhf", "--policy", "policy", "--reward-model", "rm", "--prompts", "prompts.txt", "--iterations", "1",
-            "--num-envs", "2", "--max-new-tokens", "2", "--logdir", "runs", "--run-name", "r",
+            "--num-envs", "2", "--num-minibatches", "1", "--max-new-tokens", "2", "--logdir", "runs", "--run-name", "r",
             "--torch-threads", "1", "--checkpoint-every", "1", "--no-save-model"]
     assert main(args) == 0
     stored = json.loads((tmp_path / "runs" / "r" / "config.json").read_text())
@@ -215,4 +215,17 @@ def test_a_group_option_that_would_not_take_effect_is_refused(models, tmp_path, 
 def test_a_gym_variant_option_named_at_its_default_alone_is_refused(tmp_path, capsys, args, hint):
     line = one_error(capsys, main(["train", *args, "--logdir", str(tmp_path / "runs")]))
     assert "stays off" in line and f"turn it on ({hint})" in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("args", [["--num-envs", "8", "--num-minibatches", "8", "--max-new-tokens", "4"],
+                                  ["--num-envs", "8", "--num-minibatches", "8", "--group-size", "4", "--group-form", "grpo"],
+                                  ["--num-envs", "2", "--num-minibatches", "2", "--group-size", "2"],
+                                  ["--hp3o", "--hp3o-trajectories", "2", "--num-minibatches", "2"]])
+def test_minibatches_of_one_response_are_refused_before_anything_is_written(models, tmp_path, capsys, args):
+    """A response may end after its first token: a minibatch of one response could hold one token,
+    whose advantage has no standard deviation to be normalized by (the run died mid-way, leaving its folder)."""
+    policy, rm, prompts = models
+    line = one_error(capsys, main([*rlhf_args(policy, rm, prompts, tmp_path), *args]))
+    assert "minibatches of one response" in line and "--no-norm-adv" in line, line
     assert not (tmp_path / "runs").exists()
