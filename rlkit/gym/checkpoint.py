@@ -27,6 +27,7 @@ from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
 from rlkit.io.checkpoint import EXACT, prefixed, restore_weights, restoring, save_checkpoint, unprefixed
 from rlkit.io.files import read_json
+from rlkit.io.schema import result_problem
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
 RESUMABLE = ("total_steps", "checkpoint_every", "eval_every", "eval_episodes", "eval_max_steps", "progress",
@@ -70,11 +71,14 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, S
     return cfg, stored
 
 
-def finished_result(run_dir: Path, env_steps: int) -> dict | None:
-    """The result a finished run wrote at ``env_steps`` (None if it has none, e.g. it was killed in
-    its final evaluation, or only an earlier one: an extension stopped after its last update)."""
+def finished_result(run_dir: Path, env_steps: int, env: str, seed: int) -> dict | None:
+    """The result the finished run of ``env`` and ``seed`` wrote at ``env_steps`` (None if it has
+    none, e.g. it was killed in its final evaluation, or only an earlier one: an extension stopped
+    after its last update; or one of another shape: damaged, it is evaluated again)."""
     result = read_json(run_dir / "result.json")
-    return result if result is not None and result.get("total_steps") == env_steps else None
+    if result is None or result_problem(result, env, seed):
+        return None
+    return result if result["total_steps"] == env_steps else None
 
 
 def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progress, parts: GymParts,

@@ -305,7 +305,7 @@ class PPOTrainer:
     def prior_result(self) -> dict | None:
         """The result of a finished run that is resumed (its final evaluation stands), else None."""
         done = self.resumed and self.progress.updates_done >= self.cfg.num_updates
-        return finished_result(self.run_dir, self.progress.env_steps) if done else None
+        return finished_result(self.run_dir, self.progress.env_steps, self.cfg.env, self.cfg.seed) if done else None
 
     def run_spec(self) -> RunSpec:
         """How the run loop runs this trainer: its log, hparams and schedule."""
@@ -319,8 +319,9 @@ class PPOTrainer:
         """After the last update: the result with the final evaluation (or a resumed finished run's own)."""
         evaluations = self.parts.evaluations
         if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
-            evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
-            evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
+            evaluations.history[:] = [tuple(e) for e in self.prior["eval_history"]]
+            seconds = self.prior.get("eval_seconds")  # checked: one per evaluation, or missing
+            evaluations.seconds[:] = [float("nan")] * len(evaluations.history) if seconds is None else seconds
             mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
                          for k in ("eval_return_mean", "eval_return_std"))
         elif self.cfg.eval_episodes:

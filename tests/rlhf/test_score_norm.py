@@ -97,3 +97,16 @@ def test_a_corrupt_normalization_file_is_one_cli_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("rlkit: error: cannot read score normalization")
+
+
+@pytest.mark.parametrize("text", ['{"scale": 0, "shift": 0}', '{"scale": -1.5, "shift": 0}', '{"scale": 1, "shift": NaN}',
+                                  '{"scale": 1e999, "shift": 0}', '{"scale": true, "shift": 0}', "[1, 2]",
+                                  '{"scale": 1, "shift": 0, "prompt_shift": [[[1, 2], "x"]]}',
+                                  '{"scale": 1, "shift": 0, "prompt_shift": [[[1.5], 0.0]]}'])
+def test_a_normalization_file_of_the_wrong_shape_is_refused_naming_it(tmp_path, text):
+    """Valid JSON whose scale is 0 or negative would turn every score into inf or flip its sign."""
+    path = tmp_path / NORMALIZATION_FILE
+    path.write_text(text)
+    with pytest.raises(ScoreNormalizationError, match="cannot read score normalization") as info:
+        ScoreNormalization.load(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
