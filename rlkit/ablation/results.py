@@ -22,7 +22,7 @@ from typing import Any
 from rlkit.ablation.spec import MAX_RUN_NAME, PLAIN_NAME, RunSpec, SweepSpec, expand
 from rlkit.errors import ConfigError
 from rlkit.io.checkpoint import newest_checkpoint_steps
-from rlkit.io.files import read_json, write_atomic, write_json
+from rlkit.io.files import check_writable, read_json, write_atomic, write_json
 from rlkit.io.schema import result_problem, status_problem
 from rlkit.gym.config import TrainConfig
 from rlkit.variants.migrate import migrate_config
@@ -104,8 +104,14 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None, write:
 
 
 def _make_folders(sweep_dir: Path) -> None:
+    """The sweep's folders, each checked writable (an immutable ``status/`` would otherwise fail the
+    first run to finish, in its worker)."""
     for sub in ("runs", "logs", "status"):
-        (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
+        try:
+            (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot write in {sweep_dir}: {exc.strerror or exc}") from None
+        check_writable(sweep_dir / sub)
 
 
 def read_manifest(sweep_dir: Path) -> dict[str, Any]:

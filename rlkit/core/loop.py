@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
 from rlkit.io.checkpoint import checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, run_dir_of
-from rlkit.io.files import write_json
+from rlkit.io.files import check_writable, write_json
 from rlkit.io.lock import RUN_LOCK, FolderLock
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
@@ -170,7 +170,11 @@ def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: s
                                                          numbered=run_name is None)
     if resume and not is_run_dir(path):
         raise no_checkpoint_error(resume)  # not a run: nothing is locked (or written) there
-    return RunDir(path, FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire())
+    lock = FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire()  # checks path is writable
+    if resume and (path / "checkpoints").is_dir():
+        with lock.released_on_error():
+            check_writable(path / "checkpoints")  # where a resumed run writes its next checkpoint
+    return RunDir(path, lock)
 
 
 def timestamp() -> str:
