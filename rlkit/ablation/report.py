@@ -15,7 +15,7 @@ from rlkit.ablation import figures, stats
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import expand
 from rlkit.errors import ConfigError
-from rlkit.io.files import write_atomic, write_json
+from rlkit.io.files import check_writable, write_atomic, write_json
 
 
 def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwargs: dict[str, Any] | None = None,
@@ -98,7 +98,11 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     if scores.empty:
         raise ConfigError(f"{sweep}: every finished run's score is NaN or inf; nothing to report")
     out = sweep / "report"
-    out.mkdir(exist_ok=True)
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot write in {sweep}: {exc.strerror or exc}") from None
+    check_writable(out)  # before the figures: matplotlib's own error would be a traceback
     colour = figures.colours(spec.variants)
     per_env = stats.per_env_table(scores, reps)
     summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "per_env": per_env.to_dict("records"),

@@ -112,3 +112,14 @@ def test_a_finished_run_whose_result_is_of_the_wrong_shape_is_evaluated_again_on
     assert printed == json.loads((run / "result.json").read_text())
     (step, mean, std), = printed["eval_history"]  # one evaluation, made again at the end
     assert step == 256 and mean == printed["eval_return_mean"]
+
+
+def test_a_report_folder_that_cannot_be_written_is_one_line(sweep, tmp_path, capsys):
+    from tests.robustness.test_run_lock import unwritable
+
+    _, out = _copy(sweep, tmp_path)
+    (out / "report").mkdir(exist_ok=True)
+    with unwritable(out / "report"):
+        assert main(["report", str(out), "--reps", "20", "--normalize", "none"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write in {out / 'report'}" in err, err

@@ -229,3 +229,27 @@ def test_minibatches_of_one_response_are_refused_before_anything_is_written(mode
     line = one_error(capsys, main([*rlhf_args(policy, rm, prompts, tmp_path), *args]))
     assert "minibatches of one response" in line and "--no-norm-adv" in line, line
     assert not (tmp_path / "runs").exists()
+
+
+def test_outputs_that_cannot_be_written_are_one_line(models, tmp_path, capsys):
+    """A reward model's output folder is checked before training; an RLHF run's final policy file
+    that cannot be replaced is one line naming it (root's immutable flag: permissions do not stop root)."""
+    from tests.robustness.test_run_lock import unwritable
+
+    policy, rm, prompts = models
+    prefs = tmp_path / "prefs.jsonl"
+    prefs.write_text('{"prompt": "the movie was", "chosen": "good", "rejected": "bad"}\n' * 4)
+    parent = tmp_path / "models"
+    parent.mkdir()
+    with unwritable(parent):
+        code = main(["rm", "train", "--backbone", str(policy), "--data", str(prefs), "--output", str(parent / "rm")])
+    assert f"cannot write in {parent}" in one_error(capsys, code)
+    if os.geteuid() != 0:
+        return
+    args = [a for a in rlhf_args(policy, rm, prompts, tmp_path, "--run-name", "r", "--checkpoint-every", "1")
+            if a != "--no-save-model"]
+    assert main(args) == 0
+    final = tmp_path / "runs" / "r" / "policy.safetensors"
+    with unwritable(final):
+        line = one_error(capsys, main(["rlhf", "--resume", str(tmp_path / "runs" / "r"), "--iterations", "2"]))
+    assert line.startswith(f"rlkit: error: could not write {final}"), line
