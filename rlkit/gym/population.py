@@ -86,6 +86,8 @@ class Population:
 
     def __init__(self, members: list[PPOTrainer], rng_states: list[torch.Tensor]) -> None:
         self.members = members
+        for m in members:  # their checkpoints say they are members (a resume then keeps their numbers)
+            m.population_member = True
         self.rng_states = rng_states
         self.failed: dict[int, str] = {}
         first = members[0]

@@ -18,6 +18,7 @@ import torch
 
 from rlkit.core.encoders import make_encoder
 from rlkit.errors import ConfigError
+from rlkit.gym.checkpoint import trained_in_population
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.population import MemberOutcome, Population
@@ -170,8 +171,9 @@ def _check_resumed(members: list[PPOTrainer]) -> None:
 
 
 def is_member(run_dir: str | Path) -> bool:
-    """Whether ``run_dir`` (or a checkpoint in it) was trained as a member of a population."""
+    """Whether ``run_dir`` (or a checkpoint in it) was trained as a member of a population: its
+    ``population.json`` or, where that is lost, its checkpoints say so."""
     try:
-        return (run_dir_of(run_dir) / MARKER).is_file()
+        return trained_in_population(run_dir)
     except Exception:  # noqa: BLE001  (not a readable path: the caller's own resume reports it)
         return False
