@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import tyro
 
 from rlkit.core.config import deferred_validation, flat_field_names, leaf_hint
-from rlkit.core.loop import StopRequest, stop_on_signals
+from rlkit.core.stops import StopRequest, stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
@@ -358,7 +358,7 @@ def _records(argv: list[str]) -> int:
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
-    from rlkit.core.loop import Interrupted
+    from rlkit.core.stops import Interrupted
     from rlkit.gym.population import PopulationInterrupted
 
     signum = getattr(exc, "signum", signal.SIGINT)

@@ -56,8 +56,9 @@ class IdentityBox(gym.Env):
 
 
 class Faulty(IdentityDiscrete):
-    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward', 'raise' or 'interrupt'
-    (raises KeyboardInterrupt itself)."""
+    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward', 'raise', 'interrupt'
+    (raises KeyboardInterrupt itself) or 'hang' (sleeps for an hour in its step, first appending a
+    line to the file named by ``RLKIT_TEST_MARKER``)."""
 
     def __init__(self, mode: str = "raise", after: int = 40) -> None:
         super().__init__()
@@ -71,11 +72,23 @@ class Faulty(IdentityDiscrete):
                 raise RuntimeError("simulated physics blow-up")
             if self.mode == "interrupt":
                 raise KeyboardInterrupt
+            if self.mode == "hang":
+                _hang()
             if self.mode == "nan_obs":
                 obs = obs * np.nan
             if self.mode == "nan_reward":
                 reward = float("nan")
         return obs, reward, term, trunc, info
+
+
+def _hang() -> None:
+    import os
+    import time
+
+    if os.environ.get("RLKIT_TEST_MARKER"):
+        with open(os.environ["RLKIT_TEST_MARKER"], "a") as f:
+            f.write("stuck\n")
+    time.sleep(3600)
 
 
 class FaultyForSeed(Faulty):
@@ -316,6 +329,7 @@ def register_all() -> None:
         "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
         "rlkit-test/NaNRewardForSeed100-v0": ("FaultyForSeed", {"mode": "nan_reward"}),
         "rlkit-test/InterruptsForSeed100-v0": ("FaultyForSeed", {"mode": "interrupt"}),
+        "rlkit-test/HangsForSeed200-v0": ("FaultyForSeed", {"mode": "hang", "seed": 200, "after": 150}),
         "rlkit-test/BoxNaNForSeed100-v0": ("BoxNaNForSeed", {}),
         "rlkit-test/DiesInWorker-v0": ("DiesInWorker", {}),
         "rlkit-test/NaNRewardThenRaises-v0": ("NaNRewardThenRaises", {}),

@@ -13,6 +13,7 @@ import numpy as np
 from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
 from rlkit.core.heads import make_head
 from rlkit.core.normalization import ObsNormalizer
+from rlkit.core.stops import env_wait
 from rlkit.errors import (CheckpointError, ConfigError, EnvError, ObservationError, RlkitError,
                           UnsupportedSpaceError, one_line)
 from rlkit.gym.config import TrainConfig
@@ -64,12 +65,14 @@ class EvalEpisodes:
 
     def start(self) -> None:
         """Reset for the next episode."""
-        self.obs, self.info = self.env.reset(seed=self.seed + len(self.returns))
+        with env_wait():
+            self.obs, self.info = self.env.reset(seed=self.seed + len(self.returns))
         self.total, self.steps = 0.0, 0
 
     def step(self, action: Any) -> bool:
         """Step with ``action``; returns whether the last episode has ended."""
-        self.obs, reward, terminated, truncated, self.info = self.env.step(action)
+        with env_wait():  # after a stop signal, a step stuck for the grace period is given up
+            self.obs, reward, terminated, truncated, self.info = self.env.step(action)
         self.total += float(reward)
         self.steps += 1
         done = terminated or truncated

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import gymnasium as gym
 import numpy as np
 
+from rlkit.core.stops import env_wait
 from rlkit.errors import ConfigError, EnvError
 from rlkit.errors import one_line as _one_line
 from rlkit.gym.backends import make_envpool_backend, make_vector_backend
@@ -336,7 +337,7 @@ def _quiet_workers(envs: object) -> Iterator[None]:
 def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> tuple[Any, ...]:
     """``envs.step`` with worker failures (an exception, a dead worker) reported as one line naming the env."""
     try:
-        with _quiet_workers(envs):
+        with _quiet_workers(envs), env_wait():  # after a stop signal, a step stuck for the grace period is given up
             return envs.step(actions)
     except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
         raise EnvError(f"{env_id}: a worker process died while stepping (exit or crash)") from exc
@@ -346,7 +347,7 @@ def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> t
 
 def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray:
     try:
-        with _quiet_workers(envs):
+        with _quiet_workers(envs), env_wait():
             obs, _ = envs.reset(seed=seed)
     except Exception as exc:
         raise EnvError(f"{env_id} raised on reset: {type(exc).__name__}: {_one_line(exc)}") from exc

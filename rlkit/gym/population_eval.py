@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlkit.core.stops import EnvStuck
 from rlkit.errors import RlkitError
 from rlkit.gym.agent import EvalEpisodes, EvalResult, eval_failure, open_episodes
 from rlkit.gym.envs import close_envs
+from rlkit.gym.population_host import stuck_error
 from rlkit.gym.stacked import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
@@ -56,8 +58,8 @@ def evaluate_together(members: list[PPOTrainer]) -> list[EvalResult | RlkitError
             for k, ev in list(running.items()):
                 try:
                     finished = ev.step(agents[k].model.head.to_env(agents[k].actor.sampler.mode(params[k]))[0])
-                except Exception as exc:
-                    _failed(outcomes, k, ev.env_id, exc)
+                except (Exception, EnvStuck) as exc:  # EnvStuck: given up after a stop signal, the others go on
+                    outcomes[k] = stuck_error(ev.env_id, exc) if isinstance(exc, EnvStuck) else eval_failure(ev.env_id, exc)
                     close_envs(running.pop(k).env, ev.env_id, abort=True)
                     continue
                 if finished:
