@@ -47,8 +47,12 @@ class EnvStuck(SignalStop):
 
     def __init__(self, signum: int, seconds: float) -> None:
         super().__init__(signum)
-        self.message = (f"the envs did not return from a step within {seconds:.0f} s of "
-                        f"{signal.Signals(signum).name}: given up")
+        self.seconds = seconds
+        self.message = self.waited_for("return from a step")
+
+    def waited_for(self, what: str) -> str:
+        """``the envs did not WHAT within N s of SIGNAL: given up``."""
+        return f"the envs did not {what} within {self.seconds:.0f} s of {signal.Signals(self.signum).name}: given up"
 
 
 class StopRequest:
@@ -76,7 +80,8 @@ def env_wait() -> Iterator[None]:
     one that lasts :data:`STOP_GRACE_SECONDS` raises :class:`EnvStuck` where it waits. Nested
     waits are one wait."""
     request = _ACTIVE[0] if _ACTIVE else None
-    if request is None or request.waiting_since is not None or threading.current_thread() is not threading.main_thread():
+    untimed = request is None or request.waiting_since is not None  # no run, or a wait already timed
+    if untimed or threading.current_thread() is not threading.main_thread():
         yield
         return
     request.waiting_since = time.monotonic()
@@ -126,27 +131,28 @@ def stop_on_signals() -> Iterator[StopRequest]:
     def handler(signum: int, frame: object) -> None:
         if request.over:
             return
-        if request.signum is not None or request.at_once:
+        first = request.signum is None
+        if first:  # the grace period for envs stuck in a step (or in closing, once the run stops) starts
+            request.signum, request.signalled_at = signum, time.monotonic()
+            if hasattr(signal, "SIGALRM"):  # POSIX; taken from here on only (an env's own alarm keeps it till then)
+                old[signal.SIGALRM] = signal.signal(signal.SIGALRM, alarm)
+                _arm(STOP_GRACE_SECONDS)
+        if not first or request.at_once:
             request.over = True  # the stop is under way; what follows only reports it
             raise SignalStop(signum)
-        request.signum, request.signalled_at = signum, time.monotonic()
-        _arm(STOP_GRACE_SECONDS)
 
     def alarm(signum: int, frame: object) -> None:
-        if request.over or request.signum is None:
-            return
-        waited = _grace_over(request)
+        waited = _grace_over(request)  # (also once the stop is under way: closing envs after it waits too)
         if waited is not None:
-            raise EnvStuck(request.signum, waited)
+            raise EnvStuck(request.signum, waited)  # type: ignore[arg-type]  (set before the timer is)
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    if hasattr(signal, "SIGALRM"):  # the grace period's timer (POSIX)
-        old[signal.SIGALRM] = signal.signal(signal.SIGALRM, alarm)
     _ACTIVE.append(request)
     try:
         yield request
     finally:
-        _arm(0)
+        if len(old) > 2:  # the grace timer was taken: stopped before its handler is given back
+            _arm(0)
         _ACTIVE.remove(request)
         for s, previous in old.items():
             signal.signal(s, previous)

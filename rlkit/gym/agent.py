@@ -18,7 +18,7 @@ from rlkit.errors import (CheckpointError, ConfigError, EnvError, ObservationErr
                           UnsupportedSpaceError, one_line)
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.cnn import CNNActorCritic
-from rlkit.gym.envs import close_envs, env_gives_masks, make_env
+from rlkit.gym.envs import ENV_FAILURES, close_envs, env_gives_masks, make_env
 from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
@@ -117,8 +117,8 @@ def _closed_on_failure(env: gym.Env, env_id: str) -> Iterator[None]:
 
 def eval_failure(env_id: str, exc: BaseException) -> BaseException:
     """An evaluation's failure as every evaluation reports it: the env's or the policy's exception
-    as one line; rlkit's own errors and interrupts as they are."""
-    if isinstance(exc, Exception) and not isinstance(exc, RlkitError):
+    (``sys.exit`` included) as one line; rlkit's own errors and interrupts as they are."""
+    if isinstance(exc, ENV_FAILURES) and not isinstance(exc, RlkitError):
         return EnvError(f"evaluation on {env_id} failed: {type(exc).__name__}: {one_line(exc)}")
     return exc
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from rlkit.core.stops import EnvStuck, env_wait
 from rlkit.errors import EnvError, RlkitError
-from rlkit.gym.envs import close_envs, make_vec_env, reset_envs, step_envs
+from rlkit.gym.envs import ENV_FAILURES, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.io.process import die_with_owner
 from rlkit.io.wire import pack_arrays, pack_object, unpack
 
@@ -108,7 +108,7 @@ def _reset(envs: list[gym.vector.VectorEnv | None], i: int, seed: int, env_id: s
         if envs[i] is None:
             raise RuntimeError("its envs failed before")
         return envs[i].reset(seed=seed)[0]  # type: ignore[union-attr]
-    except Exception as exc:  # noqa: BLE001  (the trainer's reset reports it in one line)
+    except ENV_FAILURES as exc:  # noqa: BLE001  (the trainer's reset reports it in one line)
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 

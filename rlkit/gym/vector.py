@@ -103,7 +103,7 @@ class SameStepEnvs(gym.vector.VectorEnv):
         for env in self.envs:
             try:
                 env.close()
-            except Exception as exc:  # noqa: BLE001  (the others still close)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001  (the others still close)
                 errors.append(exc)
         if errors:
             raise errors[0]

@@ -92,7 +92,8 @@ class ScoreNormalization:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ScoreNormalizationError(f"cannot read score normalization {str(path)!r}: {exc}") from None
         if not norm.scale > 0:
-            raise ScoreNormalizationError(f"cannot read score normalization {str(path)!r}: scale {norm.scale} is not > 0")
+            raise ScoreNormalizationError(f"cannot read score normalization {str(path)!r}: scale {norm.scale} is "
+                                          "not > 0")
         return norm
 
 

@@ -85,3 +85,19 @@ def test_a_sweep_and_its_report_of_an_env_whose_close_raises_finish(tmp_path, ca
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["done"] == 2
     assert main(["report", str(out), "--reps", "20"]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
+def test_an_env_that_calls_sys_exit_is_an_env_error_not_a_silent_exit(tmp_path, capsys, async_envs):
+    """``sys.exit(0)`` in an env's constructor or step ended rlkit with exit code 0 and no word,
+    a run directory half-written."""
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
+    for env in ("rlkit-test/ExitsOnInit-v0", "rlkit-test/ExitsForSeed100-v0"):
+        assert main(["train", "--env", env, "--seed", "100", *flags, *async_envs, "--logdir", str(tmp_path),
+                     "--no-progress"]) == 2
+        assert env in _last_error(capsys)
+    assert main(["train", "--env", "rlkit-test/ExitsForSeed100-v0", "--seeds", "1", "100", *flags, *async_envs,
+                 "--logdir", str(tmp_path), "--no-progress"]) == 1  # the member fails, the other finishes
+    out, err = capsys.readouterr()
+    assert [json.loads(line).get("error") is None for line in out.splitlines()] == [True, False]
+    assert "Traceback" not in err and err.count("rlkit: error: population member seed 100 failed") == 1, err

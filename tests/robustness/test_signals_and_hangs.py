@@ -262,3 +262,11 @@ def test_one_signal_stops_a_run_whose_env_is_stuck_in_its_step(tmp_path):
     lines = err.strip().splitlines()
     assert "did not return from a step within" in lines[-2] and "stopping at once" in lines[-2], err
     assert "stopped at once; its newest checkpoint update-0000002 stands" in lines[-1], err
+
+
+def test_one_signal_stops_a_run_whose_env_never_closes(tmp_path):
+    """After the stop's checkpoint the envs are closed; a close() that never returns is left after
+    the grace period with a warning, and the stop is reported as usual."""
+    code, err, run_dir = _start_and_signal(tmp_path, signal.SIGTERM, "--env", "rlkit-test/CloseHangs-v0")
+    assert code == 128 + signal.SIGTERM and "Traceback" not in err, err[-1500:]
+    assert "did not close within" in err and "checkpoint update-" in err.strip().splitlines()[-1], err[-1500:]
