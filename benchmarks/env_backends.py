@@ -24,6 +24,7 @@ import sys
 import time
 
 import numpy as np
+from report import ExtendList
 
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, backends=("gymnasium", "vector", "envpool")),
@@ -63,8 +64,8 @@ def run_worker(name: str, backend: str, seed: int, steps: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--envs", nargs="+", action=ExtendList, default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2])
     parser.add_argument("--steps", type=int, default=None, help="override the per-env step budget")
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)

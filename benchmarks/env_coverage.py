@@ -20,7 +20,7 @@ import tempfile
 import time
 import warnings
 
-from report import emit
+from report import ExtendList, emit
 
 
 def family_ids() -> list[str]:
@@ -67,7 +67,7 @@ def try_id(env_id: str, logdir: str) -> tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ids", nargs="+", default=None, help="these ids only (default: every registered id)")
+    parser.add_argument("--ids", nargs="+", action=ExtendList, default=None, help="these ids only (default: every registered id)")
     parser.add_argument("--write", default="benchmarks/RESULTS.md")
     args = parser.parse_args()
     ids = args.ids or family_ids()

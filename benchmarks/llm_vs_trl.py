@@ -36,7 +36,7 @@ import sys
 import time
 
 from llm_common import setup
-from report import cpu_model, emit
+from report import ExtendList, cpu_model, emit
 
 COMMON = dict(batch=8, new_tokens=32, epochs=4, temperature=0.7, lr=3e-6, kl_coef=0.05)
 GROUP = 4
@@ -195,7 +195,7 @@ def main() -> None:
     parser.add_argument("--prompts", choices=["chat", "plain"], default="chat",
                         help="chat-formatted review openings (46-62 tokens) or the bare openings (4-12 tokens)")
     parser.add_argument("--write", default="benchmarks/RESULTS.md")
-    parser.add_argument("--arms", nargs="+", choices=list(WORKERS), default=list(WORKERS),
+    parser.add_argument("--arms", nargs="+", action=ExtendList, choices=list(WORKERS), default=list(WORKERS),
                         help="which arms to run (each in a fresh process, one after another)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -20,6 +20,7 @@ import sys
 import time
 
 import numpy as np
+from report import ExtendList
 
 ENV = "MiniGrid-DoorKey-5x5-v0"
 
@@ -56,7 +57,7 @@ def harness(seed: int, steps: int) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1])
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1])
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
     args = parser.parse_args()

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from report import cpu_model
+from report import ExtendList, cpu_model
 from safetensors.torch import load_file
 
 import rlkit
@@ -87,8 +87,8 @@ def diagnose(variant: str, seeds: list[int], cut: int, root: Path) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variants", nargs="+", default=["ppo", "outer-nesterov"])
-    ap.add_argument("--seeds", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--variants", nargs="+", action=ExtendList, default=["ppo", "outer-nesterov"])
+    ap.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2])
     ap.add_argument("--cut", type=int, default=12, help="the update the resumed copies continue from")
     ap.add_argument("--write", help="markdown file to write the table to")
     args = ap.parse_args()

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from report import cpu_model
+from report import ExtendList, cpu_model
 
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="gymnasium"),
@@ -92,7 +92,7 @@ def _median(results: list[dict]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--settings", nargs="+", action=ExtendList, default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--steps", type=int, default=None, help="override the per-seed step budget")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the three runs (medians reported)")
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")

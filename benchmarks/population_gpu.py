@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 
-from report import emit
+from report import ExtendList, emit
 
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", backend="vector", steps=20_000, sizes=(1, 64, 256)),
@@ -68,8 +68,8 @@ def gpu_name() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--sizes", nargs="+", type=int, default=None, help="population sizes (default: per setting)")
+    parser.add_argument("--settings", nargs="+", action=ExtendList, default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--sizes", nargs="+", action=ExtendList, type=int, default=None, help="population sizes (default: per setting)")
     parser.add_argument("--steps", type=int, default=None, help="steps per member (default: per setting)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds one run may take")
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")

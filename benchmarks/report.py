@@ -1,9 +1,11 @@
 """What every benchmark shares: its markdown section printed and appended to the results file, the
-machine's CPU model for its Machine line."""
+machine's CPU model for its Machine line, list flags that extend when repeated."""
 
 from __future__ import annotations
 
+import argparse
 import platform
+from typing import Any
 
 
 def emit(lines: list[str], path: str) -> None:
@@ -33,3 +35,15 @@ def cpu_model() -> str:
     elif "CPU implementer" in fields and "CPU part" in fields:
         name += f" (implementer {fields['CPU implementer']}, part {fields['CPU part']})"
     return name
+
+
+class ExtendList(argparse.Action):
+    """A list flag (one taking several values) given more than once extends its list
+    (``--seeds 1 2 --seeds 3``: 1 2 3), as ``rlkit train --seeds`` does; its default stands only
+    when the flag is not given."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        before = [] if current is None or current is self.default else list(current)
+        setattr(namespace, self.dest, before + list(values))

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from report import cpu_model
+from report import ExtendList, cpu_model
 
 import rlkit
 
@@ -48,8 +48,8 @@ def summarize(path: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(PUBLISHED))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--envs", nargs="+", action=ExtendList, default=list(PUBLISHED))
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3])
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--out", default="benchmarks/out/sample_efficiency.jsonl")
     parser.add_argument("--logdir", default="runs/sample_efficiency")

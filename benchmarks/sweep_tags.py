@@ -16,14 +16,14 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from report import emit
+from report import ExtendList, emit
 from tb_summary import scalars
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("sweep_dir")
-    parser.add_argument("--tags", nargs="+", required=True)
+    parser.add_argument("--tags", nargs="+", action=ExtendList, required=True)
     parser.add_argument("--env", default=None, help="only this env (default: every env)")
     parser.add_argument("--k", type=int, default=10, help="first/last window in updates")
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append the section here ('' to skip)")

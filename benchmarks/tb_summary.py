@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+from report import ExtendList
 
 
 def read_file(path: Path) -> dict[str, dict[int, float]]:
@@ -52,7 +53,7 @@ def scalars(path: str) -> dict[str, np.ndarray]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="run folder (or event file)")
-    parser.add_argument("--tags", nargs="*", default=[], help="tags to show (default: all)")
+    parser.add_argument("--tags", nargs="*", action=ExtendList, default=[], help="tags to show (default: all)")
     parser.add_argument("--k", type=int, default=10, help="first/last window")
     parser.add_argument("--block", type=int, default=0, help="also print means of consecutive blocks of this size")
     args = parser.parse_args()

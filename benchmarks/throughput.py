@@ -25,7 +25,7 @@ import sys
 import time
 
 import numpy as np
-from report import cpu_model
+from report import ExtendList, cpu_model
 
 SETTINGS = {
     "cartpole": dict(env="CartPole-v1", preset="cartpole", steps=100_000),
@@ -110,10 +110,10 @@ def run_worker(framework: str, name: str, seed: int, steps: int, kernels: str) -
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--envs", nargs="+", action=ExtendList, default=list(SETTINGS), choices=list(SETTINGS))
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3])
     parser.add_argument("--steps", type=int, default=None, help="override the per-env default step budget")
-    parser.add_argument("--frameworks", nargs="+", default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
+    parser.add_argument("--frameworks", nargs="+", action=ExtendList, default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
     parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
     parser.add_argument("--kernels", default="auto", choices=["auto", "plain", "fast"],
                         help="rlkit's loss/optimizer implementation (TrainConfig.kernels)")

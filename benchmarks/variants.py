@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import rlkit
-from report import emit
+from report import ExtendList, emit
 
 VARIANTS = {
     "ppo": ("ppo", {}),
@@ -118,9 +118,9 @@ def main() -> None:
     r = sub.add_parser("returns")
     r.add_argument("--env", default="CartPole-v1")
     r.add_argument("--preset", default="cartpole")
-    r.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    r.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3, 4, 5])
     r.add_argument("--steps", type=int, default=100_000)
-    r.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    r.add_argument("--variants", nargs="+", action=ExtendList, default=list(VARIANTS), choices=list(VARIANTS))
     r.add_argument("--out", default="benchmarks/out/variants.jsonl")
     r.add_argument("--note", default="runs one at a time")
     o = sub.add_parser("overhead")

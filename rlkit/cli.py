@@ -18,8 +18,10 @@ from typing import Any, NoReturn
 
 import tyro
 
-from rlkit.core.config import deferred_validation, flat_field_names
-from rlkit.core.loop import StopRequest, stop_on_signals
+from rlkit.cli_flags import (refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
+                             resume_changes)
+from rlkit.core.config import deferred_validation
+from rlkit.core.stops import StopRequest, stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
@@ -69,51 +71,16 @@ def _box_message(text: str) -> str:
     return " ".join(words) or "invalid arguments"
 
 
-def _flags_given(argv: list[str], cls: type) -> set[str]:
-    """Config fields named on the command line (``--no-x`` names ``x``)."""
-    names = flat_field_names(cls)
-    given = set()
-    for token in argv:
-        if token.startswith("--"):
-            name = token[2:].split("=", 1)[0].replace("-", "_")
-            name = name[3:] if name.startswith("no_") and name[3:] in names else name
-            if name in names:
-                given.add(name)
-    return given
-
-
-def _refuse_switched_off(cfg: Any, argv: list[str]) -> None:
-    """``--no-hp3o --hp3o-plus`` (or ``--no-X`` after a preset that sets X's options): any option of
-    a variant turns it on, so a variant switched off by name while its options stay set is refused
-    in one line rather than silently left on."""
-    from rlkit.variants.registry import registered
-
-    off = {t[5:].replace("-", "_") for t in argv if t.startswith("--no-")}
-    for name in sorted(off & set(registered())):
-        options = getattr(cfg.variants, name, None)
-        if options is None or not options.enabled:
-            continue
-        fields = options.__dataclass_fields__
-        still = [f for f in fields if f != name and getattr(options, f) != fields[f].default]
-        raise ConfigError(f"--no-{name.replace('_', '-')} is refused: {', '.join(still) or name} still turn(s) "
-                          f"{name} on (any of its options does); drop them or the --no- flag")
-
-
-def _resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
-    """On ``--resume``, the other fields the command line sets (the trainer refuses those a
-    resumed run may not change, naming them)."""
-    return {name: getattr(cfg, name) for name in _flags_given(argv, type(cfg)) - {"resume"}}
-
-
 def _train(argv: list[str]) -> int:
     from rlkit.gym.config import PRESETS, TrainConfig, preset
 
     pre = Parser(prog="rlkit train", add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
-    pre.add_argument("--seeds", nargs="+", type=int, default=None)
+    pre.add_argument("--seeds", nargs="+", action="extend", type=int, default=None)  # --seeds 1 2 --seeds 3: 1 2 3
     pre.add_argument("--population", type=int, default=None)
-    pre.add_argument("--resume", nargs="+", default=None)
+    pre.add_argument("--resume", nargs="+", action="extend", default=None)
     known, rest = pre.parse_known_args(argv)
+    refuse_repeated_lists(rest, TrainConfig)
     many = known.seeds is not None or known.population is not None or len(known.resume or []) > 1
     if known.resume and not many:
         rest = [*rest, "--resume", known.resume[0]]
@@ -127,7 +94,8 @@ def _train(argv: list[str]) -> int:
     with deferred_validation():
         cfg = _tyro_cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
                        config=TYRO_CONFIG)
-    _refuse_switched_off(cfg, rest)
+    refuse_switched_off(cfg, rest)
+    refuse_options_left_off(cfg, rest)
     if many:
         return _train_population(cfg, known, rest)
     from rlkit.gym.trainer import PPOTrainer
@@ -139,7 +107,7 @@ def _train(argv: list[str]) -> int:
 
         if is_member(cfg.resume):  # a population's member continues as a population of one: same numbers
             return _train_population(cfg, argparse.Namespace(**{**vars(known), "resume": [cfg.resume]}), rest)
-        trainer = PPOTrainer(TrainConfig(resume=cfg.resume), _resume_changes(cfg, rest))
+        trainer = PPOTrainer(TrainConfig(resume=cfg.resume), resume_changes(cfg, rest))
     else:
         cfg.validate()
         trainer = PPOTrainer(cfg)
@@ -159,7 +127,7 @@ def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> i
         if known.seeds is not None or known.population is not None or known.preset:
             raise ConfigError("--resume DIR DIR ... continues a population with its own seeds and config; "
                               "drop --seeds, --population and --preset")
-        outcomes = resume_population(known.resume, **_resume_changes(cfg, rest))
+        outcomes = resume_population(known.resume, **resume_changes(cfg, rest))
     else:
         if known.seeds is not None and known.population is not None:
             raise ConfigError("give --seeds or --population, not both")
@@ -221,12 +189,14 @@ def _rlhf(argv: list[str]) -> int:
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer
 
+    refuse_repeated_lists(argv, RLHFConfig)
     with deferred_validation():
         cfg = _tyro_cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
                        description="RLHF with the PPO core on the token-level LLM environment.")
-    _refuse_switched_off(cfg, argv)
+    refuse_switched_off(cfg, argv)
+    refuse_options_left_off(cfg, argv)
     if cfg.resume:
-        trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=_resume_changes(cfg, argv))
+        trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=resume_changes(cfg, argv))
     else:
         trainer = RLHFTrainer(cfg.replace())  # replace() validates
     print(json.dumps(trainer.train().to_json()))
@@ -249,6 +219,7 @@ def _rm(argv: list[str]) -> int:
         raise ConfigError("usage: rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR")
     from rlkit.rlhf.reward_model import RMConfig, train_reward_model
 
+    refuse_repeated_lists(argv[1:], RMConfig)
     cfg = _tyro_cli(RMConfig, args=argv[1:], prog="rlkit rm train",
                    description="Train a Bradley-Terry reward model on preference pairs.")
     print(json.dumps(train_reward_model(cfg).to_json()))
@@ -325,7 +296,7 @@ def _records(argv: list[str]) -> int:
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
-    from rlkit.core.loop import Interrupted
+    from rlkit.core.stops import Interrupted
     from rlkit.gym.population import PopulationInterrupted
 
     signum = getattr(exc, "signum", signal.SIGINT)

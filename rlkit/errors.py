@@ -28,6 +28,11 @@ class UnsupportedSpaceError(RlkitError, TypeError):
     """A Gymnasium space rlkit has no head (or encoder) for."""
 
 
+class OutputError(RlkitError, OSError):
+    """A record rlkit writes could not be written (one line, names it; the file it would have
+    replaced is intact)."""
+
+
 class CheckpointError(RlkitError, RuntimeError):
     """No readable checkpoint at the given path (one line)."""
 

@@ -5,6 +5,8 @@ Entry points are strings so subprocess (async) workers can import them too.
 
 from __future__ import annotations
 
+import sys
+
 import gymnasium as gym
 import numpy as np
 
@@ -56,8 +58,10 @@ class IdentityBox(gym.Env):
 
 
 class Faulty(IdentityDiscrete):
-    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward', 'raise' or 'interrupt'
-    (raises KeyboardInterrupt itself)."""
+    """Misbehaves after ``after`` steps: ``mode`` is 'nan_obs', 'nan_reward', 'raise', 'interrupt'
+    (raises KeyboardInterrupt itself), 'exit' (``sys.exit(0)``, as a simulator's wrapper may) or
+    'hang' (sleeps for an hour in its step, first appending a line to the file named by
+    ``RLKIT_TEST_MARKER``)."""
 
     def __init__(self, mode: str = "raise", after: int = 40) -> None:
         super().__init__()
@@ -71,11 +75,25 @@ class Faulty(IdentityDiscrete):
                 raise RuntimeError("simulated physics blow-up")
             if self.mode == "interrupt":
                 raise KeyboardInterrupt
+            if self.mode == "hang":
+                _hang()
+            if self.mode == "exit":
+                sys.exit(0)
             if self.mode == "nan_obs":
                 obs = obs * np.nan
             if self.mode == "nan_reward":
                 reward = float("nan")
         return obs, reward, term, trunc, info
+
+
+def _hang() -> None:
+    import os
+    import time
+
+    if os.environ.get("RLKIT_TEST_MARKER"):
+        with open(os.environ["RLKIT_TEST_MARKER"], "a") as f:
+            f.write("stuck\n")
+    time.sleep(3600)
 
 
 class FaultyForSeed(Faulty):
@@ -161,6 +179,22 @@ class WorkerFails(IdentityDiscrete):
         if multiprocessing.parent_process() is not None:
             raise RuntimeError("cannot open the simulator in this worker")
         super().__init__()
+
+
+class CloseHangs(IdentityDiscrete):
+    """Sleeps for an hour in ``close()`` (a simulator that never shuts down)."""
+
+    def close(self):
+        import time
+
+        time.sleep(3600)
+
+
+class ExitsOnInit(IdentityDiscrete):
+    """Calls ``sys.exit(0)`` in its constructor."""
+
+    def __init__(self) -> None:
+        sys.exit(0)
 
 
 class ResetRaises(IdentityDiscrete):
@@ -323,6 +357,10 @@ def register_all() -> None:
         "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
         "rlkit-test/NaNRewardForSeed100-v0": ("FaultyForSeed", {"mode": "nan_reward"}),
         "rlkit-test/InterruptsForSeed100-v0": ("FaultyForSeed", {"mode": "interrupt"}),
+        "rlkit-test/HangsForSeed200-v0": ("FaultyForSeed", {"mode": "hang", "seed": 200, "after": 150}),
+        "rlkit-test/ExitsForSeed100-v0": ("FaultyForSeed", {"mode": "exit"}),
+        "rlkit-test/ExitsOnInit-v0": ("ExitsOnInit", {}),
+        "rlkit-test/CloseHangs-v0": ("CloseHangs", {}),
         "rlkit-test/BoxNaNForSeed100-v0": ("BoxNaNForSeed", {}),
         "rlkit-test/DiesInWorker-v0": ("DiesInWorker", {}),
         "rlkit-test/NaNRewardThenRaises-v0": ("NaNRewardThenRaises", {}),

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlkit.ablation.results import LOCK, config_difference, stored_runs
-from rlkit.ablation.spec import MAX_RUN_NAME, PLAIN_NAME, RunSpec
+from rlkit.ablation.results import LOCK, config_difference, manifest_problem, stored_runs
+from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError
 from rlkit.io.files import read_json, write_atomic
 from rlkit.io.lock import FolderLock
+from rlkit.io.schema import result_problem, status_problem
 
 RECORDS_LOCK = ".rlkit-records.lock"
 """The file ``keep`` holds locked in a records directory while it writes there."""
@@ -55,16 +56,15 @@ class RecordsSummary:
 
 
 def _manifest(folder: Path, what: str) -> dict[str, Any]:
-    """A manifest's runs' ``[kind, config]`` by name; a one-line error if missing or damaged."""
+    """A manifest's runs' ``[kind, config]`` by name; a one-line error if missing, damaged or of
+    another shape (:func:`rlkit.ablation.results.manifest_problem`)."""
     stored = read_json(folder / "manifest.json")
-    runs = stored_runs(stored) if stored is not None and isinstance(stored.get("spec"), dict) else None
+    problem = manifest_problem(stored)
+    runs = stored_runs(stored) if problem is None else None  # type: ignore[arg-type]
     if runs is None:
-        state = "has no manifest.json" if not (folder / "manifest.json").exists() else "has a damaged manifest.json"
+        state = "has no manifest.json" if not (folder / "manifest.json").exists() else \
+            f"has a damaged manifest.json ({problem or 'its spec does not expand'})"
         raise ConfigError(f"{folder} {state}, so it is not {what}")
-    for name, entry in runs.items():  # names become paths: one plain folder name each
-        if not (PLAIN_NAME.fullmatch(name) and len(name.encode()) <= MAX_RUN_NAME and isinstance(entry, list)
-                and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], dict)):
-            raise ConfigError(f"{folder} has a damaged manifest.json (run {name[:80]!r}), so it is not {what}")
     return runs
 
 
@@ -82,8 +82,7 @@ def _check_same_sweep(source: Path, source_runs: dict[str, Any], dest: Path, des
 def _not_its_result(result: dict[str, Any], entry: list[Any]) -> str | None:
     """Why ``result`` is not a finished result of the run ``entry`` (``[kind, config]``), or None."""
     kind, config = entry
-    steps = result.get("total_steps")
-    if not isinstance(steps, int) or isinstance(steps, bool) or not isinstance(result.get("eval_history"), list):
+    if result_problem(result):
         return "not a finished run's result"
     if (result.get("env"), result.get("seed")) != (config.get("env"), config.get("seed")):
         return f"the result of {result.get('env')} seed {result.get('seed')}"
@@ -107,7 +106,8 @@ def _finished(folder: Path, name: str, entry: list[Any]) -> _RunRecord:
     result, status = folder / "runs" / name / "result.json", folder / "status" / f"{name}.json"
     value = read_json(result)
     own = value is not None and not _not_its_result(value, entry)
-    if own and (read_json(status) or {}).get("status") == "done":
+    recorded = read_json(status)
+    if own and status_problem(recorded) is None and recorded["status"] == "done":  # type: ignore[index]
         texts = {f"runs/{name}/result.json": result.read_text(), f"status/{name}.json": status.read_text()}
         return _RunRecord(texts, damaged=False)
     return _RunRecord(None, damaged=status.exists() or (result.exists() and not own))

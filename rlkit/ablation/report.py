@@ -15,7 +15,7 @@ from rlkit.ablation import figures, rank_tests, stats
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import expand
 from rlkit.errors import ConfigError
-from rlkit.io.files import write_atomic, write_json
+from rlkit.io.files import check_writable, write_atomic, write_json
 
 
 def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwargs: dict[str, Any] | None = None,
@@ -24,11 +24,13 @@ def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwarg
     env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``,
     and among the allowed actions where the env masks them (as every agent on it acts)."""
     from rlkit.gym.agent import run_episodes
-    from rlkit.gym.envs import env_gives_masks, make_env
+    from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 
     env = make_env(env_id, env_kwargs, wrappers)
-    space, masked = env.action_space, env_gives_masks(env, env_id)
-    env.close()
+    try:
+        space, masked = env.action_space, env_gives_masks(env, env_id)
+    finally:
+        close_envs(env, env_id)  # a close() that raises is one warning
     space.seed(seed)
     rng = np.random.default_rng(seed)
 
@@ -96,7 +98,11 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     if scores.empty:
         raise ConfigError(f"{sweep}: every finished run's score is NaN or inf; nothing to report")
     out = sweep / "report"
-    out.mkdir(exist_ok=True)
+    try:
+        out.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot write in {sweep}: {exc.strerror or exc}") from None
+    check_writable(out)  # before the figures: matplotlib's own error would be a traceback
     colour = figures.colours(spec.variants)
     per_env = stats.per_env_table(scores, reps)
     summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "per_env": per_env.to_dict("records"),

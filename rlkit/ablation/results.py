@@ -27,10 +27,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rlkit.ablation.spec import SweepSpec, expand
+from rlkit.ablation.spec import MAX_RUN_NAME, PLAIN_NAME, RunSpec, SweepSpec, expand
 from rlkit.errors import ConfigError
 from rlkit.io.checkpoint import newest_checkpoint_steps
-from rlkit.io.files import read_json, write_atomic, write_json
+from rlkit.io.files import check_writable, read_json, write_atomic, write_json
+from rlkit.io.schema import result_problem, status_problem
 from rlkit.gym.config import TrainConfig
 from rlkit.variants.migrate import migrate_config
 
@@ -112,21 +113,66 @@ def claim_sweep_dir(sweep_dir: Path, spec: SweepSpec, budget: str | None, write:
 
 
 def _make_folders(sweep_dir: Path) -> None:
+    """The sweep's folders, each checked writable (an immutable ``status/`` would otherwise fail the
+    first run to finish, in its worker)."""
     for sub in ("runs", "logs", "status"):
-        (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
+        try:
+            (sweep_dir / sub).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot write in {sweep_dir}: {exc.strerror or exc}") from None
+        check_writable(sweep_dir / sub)
 
 
 def read_manifest(sweep_dir: Path) -> dict[str, Any]:
-    """The sweep's manifest; a one-line :class:`ConfigError` when there is none or it is damaged
-    (rlkit writes it atomically, so only an outside edit or copy damages it)."""
+    """The sweep's manifest; a one-line :class:`ConfigError` when there is none or it is damaged or
+    of another shape (rlkit writes it atomically, so only an outside edit or copy damages it)."""
     manifest = sweep_dir / "manifest.json"
     if not manifest.is_file():
         raise ConfigError(f"{sweep_dir} is not a sweep directory (no manifest.json); run rlkit sweep first")
     stored = read_json(manifest)
-    if stored is None or not isinstance(stored.get("spec"), dict):
-        raise ConfigError(f"{manifest} is damaged (not a JSON object with the sweep's spec); restore it from a "
-                          "copy, or run the spec into another --out (nothing here is changed)")
-    return stored
+    problem = manifest_problem(stored)
+    if problem:
+        raise ConfigError(f"{manifest} is damaged ({problem}); restore it from a copy, or run the spec into "
+                          "another --out (nothing here is changed)")
+    return stored  # type: ignore[return-value]
+
+
+def manifest_problem(stored: Any) -> str | None:
+    """Why ``stored`` is not a sweep's manifest, or None: a JSON object with the sweep's ``spec`` (an
+    object), its ``budget`` (a name or null), and, where present, its ``runs`` (run name -> ``[kind,
+    config]``, each name one plain folder name) and ``extended_from`` (a list)."""
+    if not isinstance(stored, dict) or not isinstance(stored.get("spec"), dict):
+        return "not a JSON object with the sweep's spec"
+    if not isinstance(stored.get("budget"), (str, type(None))):
+        return "its budget is not a name or null"
+    if not isinstance(stored.get("extended_from", []), list):
+        return "its extended_from is not a list"
+    runs = stored.get("runs", {})
+    if not isinstance(runs, dict):
+        return "its runs are not an object of run names"
+    for name, entry in runs.items():  # names become paths: one plain folder name each
+        if not (PLAIN_NAME.fullmatch(name) and len(name.encode()) <= MAX_RUN_NAME and isinstance(entry, list)
+                and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], dict)):
+            return f"run {name[:80]!r} is not [kind, config] under a plain folder name"
+    return None
+
+
+def read_result(run_dir: Path, run: RunSpec) -> tuple[dict[str, Any] | None, str | None]:
+    """``run``'s finished result (None: none yet, or damaged) and why it is damaged (None: it is not):
+    a ``result.json`` that does not parse, or parses into another shape or another run's result
+    (:func:`rlkit.io.schema.result_problem`), counts as no result."""
+    path = run_dir / "result.json"
+    value = read_json(path)
+    if value is None:
+        return None, "does not read as a JSON object" if path.exists() else None
+    problem = result_problem(value, run.env, run.seed)
+    return (None, problem) if problem else (value, None)
+
+
+def read_status(sweep_dir: Path, run: RunSpec) -> dict[str, Any] | None:
+    """``run``'s status file (None: none, or of another shape: counted as none)."""
+    status = read_json(sweep_dir / "status" / f"{run.name}.json")
+    return None if status_problem(status) else status
 
 
 def _json(value: Any) -> Any:
@@ -169,7 +215,7 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
     results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
     results.writeheader()
     runs.writeheader()
-    statuses = {run.name: read_json(sweep_dir / "status" / f"{run.name}.json") or {} for run in spec.runs}
+    statuses = {run.name: read_status(sweep_dir, run) or {} for run in spec.runs}
     sizes = pack_sizes(spec.runs, statuses)
     for run in spec.runs:
         row, evaluations = _run_row(sweep_dir, run, statuses[run.name], sizes[run.name])
@@ -206,11 +252,13 @@ def _run_row(sweep_dir: Path, run: Any, recorded: dict[str, Any],
     run_dir = sweep_dir / "runs" / run.name
     row: dict[str, Any] = {"variant": run.variant, "env": run.env, "seed": run.seed, "kind": run.kind,
                            "status": "missing", "error": "", "run_dir": str(run_dir.relative_to(sweep_dir))}
-    res = read_json(run_dir / "result.json")
+    res, damaged = read_result(run_dir, run)
     past = run.past_budget(res, newest_checkpoint_steps(run_dir)) if res is not None else None
     if past:
         row.update(status="failed", error=past)
         return row, []
+    if damaged:  # not counted: the sweep resumes the run from its checkpoints
+        row.update(error=f"result.json {damaged}: not counted; the next rlkit sweep resumes the run")
     if res is not None:
         sps = res.get("steps_per_second") or 0.0  # its steps per second of its process's (its pack's) training
         seconds = (res.get("total_steps") or 0) / sps if sps else None

@@ -32,10 +32,11 @@ from typing import Any, Callable, Iterator
 from rlkit.ablation.packing import Item, PackMember, train_pack
 from rlkit.ablation.reaper import start_reaper, stop_reaper
 from rlkit.ablation.registry import register_missing, sweep_env_specs
+from rlkit.ablation.results import read_result, read_status
 from rlkit.ablation.spec import RunSpec
 from rlkit.errors import ConfigError, RlkitError, one_line
 from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
-from rlkit.io.files import read_json, write_json
+from rlkit.io.files import write_json
 from rlkit.io.process import CHECK_SECONDS, die_with_owner
 from rlkit.io.progress import progress_bar, thread_lock_only
 
@@ -49,10 +50,10 @@ def run_state(sweep_dir: Path, run: RunSpec) -> str:
     checkpoint), ``restart`` (an SB3 or sb3-contrib baseline started, not finished: it keeps no
     checkpoints and starts again from step 0) or ``new``."""
     run_dir = sweep_dir / "runs" / run.name
-    result = read_json(run_dir / "result.json")
+    result, _ = read_result(run_dir, run)  # damaged or of another shape: not finished, it resumes
     if result is not None:
         return "extended" if run.past_budget(result, newest_checkpoint_steps(run_dir)) else "done"
-    status = read_json(sweep_dir / "status" / f"{run.name}.json") or {}
+    status = read_status(sweep_dir, run) or {}
     if status.get("status") == "failed":
         return "failed"
     if not run_dir.exists():

@@ -15,7 +15,7 @@ from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, WorkerDied, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
-from rlkit.gym.envs import check_env_id, make_env
+from rlkit.gym.envs import check_env_id, close_envs, make_env
 from rlkit.io.lock import FolderLock
 
 
@@ -63,7 +63,7 @@ def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[Sweep
     for env, kwargs, stack in sorted(made):
         check_env_id(env)
         if kwargs or stack:  # an unknown keyword or a stack the env cannot take fails here, not in every run
-            make_env(env, json.loads(kwargs or "{}"), stack, training=True).close()
+            close_envs(make_env(env, json.loads(kwargs or "{}"), stack, training=True), env)
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")

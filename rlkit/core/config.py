@@ -115,14 +115,19 @@ def _is_number(value: object) -> bool:
     return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**1023)
 
 
-def require_minibatches(batch: int, num_minibatches: int, norm_adv: bool, batch_name: str) -> None:
+ONE_RESPONSE = "response (which may end after its first token)"
+"""What an RLHF minibatch of one sequence holds (``unit`` of :func:`require_minibatches`)."""
+
+
+def require_minibatches(batch: int, num_minibatches: int, norm_adv: bool, batch_name: str,
+                        unit: str = "sample") -> None:
     """One-line :class:`ConfigError` unless ``num_minibatches`` splits a batch of ``batch`` samples
-    (named ``batch_name``) evenly, into at least two samples each when advantages are normalized
-    per minibatch (the std of one value is undefined)."""
+    (named ``batch_name``; ``unit``: what one is) evenly, into at least two each when advantages are
+    normalized per minibatch (the std of one value is undefined)."""
     if batch % num_minibatches:
         raise ConfigError(f"num_minibatches={num_minibatches} does not divide the batch {batch_name}={batch}")
     if norm_adv and batch < 2 * num_minibatches:
-        raise ConfigError(f"num_minibatches={num_minibatches} makes minibatches of one sample of {batch_name}="
+        raise ConfigError(f"num_minibatches={num_minibatches} makes minibatches of one {unit} of {batch_name}="
                           f"{batch}, whose advantages cannot be normalized; use fewer minibatches or --no-norm-adv")
 
 
@@ -223,6 +228,13 @@ def flat_field_names(cls: type) -> dict[str, tuple[str, ...]]:
                 raise ConfigError(f"config field {leaf!r} is defined twice ({first} and {second})")
             names[leaf] = path
     return names
+
+
+def leaf_hint(cls: type, name: str) -> Any:
+    """The annotation of the leaf field ``name`` of a composed config class (in whichever sub-config holds it)."""
+    for sub in flat_field_names(cls)[name]:
+        cls = sub_configs(cls)[sub]  # type: ignore[assignment]
+    return field_hints(cls)[name]
 
 
 def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:

@@ -9,7 +9,7 @@ and what follows an update, a checkpoint and the run; it composes a :class:`Lear
 from __future__ import annotations
 
 import contextlib
-import signal
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -21,12 +21,14 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
-from rlkit.io.checkpoint import (checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, resumes_exactly,
-                                 run_dir_of)
-from rlkit.io.files import write_json
+from rlkit.core.stops import EnvStuck, Interrupted, SignalStop, stop_on_signals
+from rlkit.io.checkpoint import checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, run_dir_of
+from rlkit.io.files import check_writable, write_json
 from rlkit.io.lock import RUN_LOCK, FolderLock
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
+
+log = logging.getLogger("rlkit")
 
 
 class Iteration(NamedTuple):
@@ -171,7 +173,11 @@ def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: s
                                                          numbered=run_name is None)
     if resume and not is_run_dir(path):
         raise no_checkpoint_error(resume)  # not a run: nothing is locked (or written) there
-    return RunDir(path, FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire())
+    lock = FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire()  # checks path is writable
+    if resume and (path / "checkpoints").is_dir():
+        with lock.released_on_error():
+            check_writable(path / "checkpoints")  # where a resumed run writes its next checkpoint
+    return RunDir(path, lock)
 
 
 def timestamp() -> str:
@@ -191,87 +197,6 @@ def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any]
         first = {k: config[k] for k in lead if k in config}
         logger.hparams({"variant": variant, **first, **config}, metric_tags)
     return logger
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM stopped a run: after the update in flight with a checkpoint written
-    (``written``), or at once (a second signal, or one during the final evaluation) with the newest
-    checkpoint on disk standing (``checkpoint`` None: the run has none yet)."""
-
-    def __init__(self, signum: int, run_dir: Path, checkpoint: Path | None, written: bool = True) -> None:
-        where = f"checkpoint {checkpoint.name}" if checkpoint is not None else "no checkpoint"
-        super().__init__(f"{signal.Signals(signum).name}: {where} in {run_dir}")
-        self.signum, self.run_dir, self.checkpoint, self.written = signum, run_dir, checkpoint, written
-
-    def stopped(self) -> str:
-        """What the stop left: the checkpoint written (or standing) and where a resume starts."""
-        if self.checkpoint is None:
-            return "stopped at once; the run has no checkpoint yet (a resume starts it again)"
-        what = (f"stopped after the update in flight; checkpoint {self.checkpoint.name} written" if self.written else
-                f"stopped at once; its newest checkpoint {self.checkpoint.name} stands")
-        if resumes_exactly(self.checkpoint):
-            return what
-        exact = next((c.name for c in checkpoint_candidates(self.run_dir) if resumes_exactly(c)), None)
-        return what + (f" (a resume recomputes from {exact}, the newest scheduled checkpoint, to the numbers of an "
-                       "uninterrupted run)" if exact else " (a resume recomputes from the start, before which no "
-                       "checkpoint was scheduled, to the numbers of an uninterrupted run)")
-
-
-class SignalStop(KeyboardInterrupt):
-    """A signal that stops the run at once (see :func:`stop_on_signals`)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class StopRequest:
-    """What the signals received ask of the run (shared by nested :func:`stop_on_signals`)."""
-
-    signum: int | None = None
-    """The first signal received (the run stops after the update in flight)."""
-    at_once: bool = False
-    """Set while nothing is left to save (the final evaluation): the first signal stops at once."""
-    over: bool = False
-    """Set once the command only reports its outcome: signals are ignored (the outcome stands)."""
-
-
-_ACTIVE: list[StopRequest] = []
-"""The request of the outermost :func:`stop_on_signals` in effect (signal handlers are per process)."""
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[StopRequest]:
-    """The first SIGINT or SIGTERM asks the run to stop after the update in flight (and write a
-    checkpoint); a second one stops at once (:class:`SignalStop`). Nested uses share the outermost
-    request: the CLI enters it before a run's start-up (env workers, model loading), so a signal
-    then is honoured at the first update rather than lost, and keeps it while it reports the
-    outcome (``over``), so a late signal cannot turn a finished or checkpointed run into a
-    traceback. Only the main thread can own signal handlers."""
-    if _ACTIVE:
-        yield _ACTIVE[0]
-        return
-    request = StopRequest()
-    if threading.current_thread() is not threading.main_thread():
-        yield request
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        if request.over:
-            return
-        if request.signum is not None or request.at_once:
-            request.over = True  # the stop is under way; what follows only reports it
-            raise SignalStop(signum)
-        request.signum = signum
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    _ACTIVE.append(request)
-    try:
-        yield request
-    finally:
-        _ACTIVE.remove(request)
-        for s, previous in old.items():
-            signal.signal(s, previous)
 
 
 @dataclass(frozen=True)
@@ -309,6 +234,8 @@ def train_steps(steps: Steps, learner: Learner, progress: Progress, spec: RunSpe
             finally:
                 stop.at_once = False
         except SignalStop as exc:
+            if isinstance(exc, EnvStuck):
+                log.warning("%s; stopping at once", exc.message)
             steps.abort(exc)
             newest = next(iter(checkpoint_candidates(spec.run_dir)), None)
             raise Interrupted(exc.signum, spec.run_dir, newest, written=False) from None

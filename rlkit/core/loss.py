@@ -86,7 +86,11 @@ def value_loss(new_values: torch.Tensor, old_values: torch.Tensor, returns: torc
 
 
 def normalize_advantages(advantages: torch.Tensor, dim: int | None = None) -> torch.Tensor:
-    """``(A - mean) / (std + 1e-8)`` over the minibatch (a PPO implementation detail), or over ``dim``."""
+    """``(A - mean) / (std + 1e-8)`` over the minibatch (a PPO implementation detail), or over ``dim``.
+    A minibatch of one value (HP3O's paper sampling of short episodes, an RLHF response of one
+    token) has no standard deviation; its advantage is 0, the value of ``A - mean``."""
+    if (advantages.numel() if dim is None else advantages.shape[dim]) < 2:
+        return torch.zeros_like(advantages)
     std, mean = torch.std_mean(advantages) if dim is None else torch.std_mean(advantages, dim, keepdim=True)
     return (advantages - mean) / (std + 1e-8)
 

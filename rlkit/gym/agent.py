@@ -13,11 +13,12 @@ import numpy as np
 from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
 from rlkit.core.heads import make_head
 from rlkit.core.normalization import ObsNormalizer
+from rlkit.core.stops import env_wait
 from rlkit.errors import (CheckpointError, ConfigError, EnvError, ObservationError, RlkitError,
                           UnsupportedSpaceError, one_line)
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.cnn import CNNActorCritic
-from rlkit.gym.envs import close_envs, env_gives_masks, make_env
+from rlkit.gym.envs import ENV_FAILURES, close_envs, env_gives_masks, make_env
 from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
@@ -64,12 +65,14 @@ class EvalEpisodes:
 
     def start(self) -> None:
         """Reset for the next episode."""
-        self.obs, self.info = self.env.reset(seed=self.seed + len(self.returns))
+        with env_wait():
+            self.obs, self.info = self.env.reset(seed=self.seed + len(self.returns))
         self.total, self.steps = 0.0, 0
 
     def step(self, action: Any) -> bool:
         """Step with ``action``; returns whether the last episode has ended."""
-        self.obs, reward, terminated, truncated, self.info = self.env.step(action)
+        with env_wait():  # after a stop signal, a step stuck for the grace period is given up
+            self.obs, reward, terminated, truncated, self.info = self.env.step(action)
         self.total += float(reward)
         self.steps += 1
         done = terminated or truncated
@@ -114,8 +117,8 @@ def _closed_on_failure(env: gym.Env, env_id: str) -> Iterator[None]:
 
 def eval_failure(env_id: str, exc: BaseException) -> BaseException:
     """An evaluation's failure as every evaluation reports it: the env's or the policy's exception
-    as one line; rlkit's own errors and interrupts as they are."""
-    if isinstance(exc, Exception) and not isinstance(exc, RlkitError):
+    (``sys.exit`` included) as one line; rlkit's own errors and interrupts as they are."""
+    if isinstance(exc, ENV_FAILURES) and not isinstance(exc, RlkitError):
         return EnvError(f"evaluation on {env_id} failed: {type(exc).__name__}: {one_line(exc)}")
     return exc
 

@@ -25,8 +25,10 @@ from rlkit.core.normalization import ObsNormalizer, RewardScaler
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.episodes import Episodes
-from rlkit.io.checkpoint import EXACT, prefixed, restore_weights, restoring, save_checkpoint, unprefixed
+from rlkit.io.checkpoint import (EXACT, POPULATION_MARKER, checkpoint_candidates, prefixed, restore_weights,
+                                 restoring, run_dir_of, save_checkpoint, unprefixed)
 from rlkit.io.files import read_json
+from rlkit.io.schema import result_problem
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
 RESUMABLE = ("total_steps", "checkpoint_every", "eval_every", "eval_episodes", "eval_max_steps", "progress",
@@ -70,24 +72,46 @@ def resume_config(path: str, changes: dict[str, object]) -> tuple[TrainConfig, S
     return cfg, stored
 
 
-def finished_result(run_dir: Path, env_steps: int) -> dict | None:
-    """The result a finished run wrote at ``env_steps`` (None if it has none, e.g. it was killed in
-    its final evaluation, or only an earlier one: an extension stopped after its last update)."""
+def finished_result(run_dir: Path, env_steps: int, env: str, seed: int) -> dict | None:
+    """The result the finished run of ``env`` and ``seed`` wrote at ``env_steps`` (None if it has
+    none, e.g. it was killed in its final evaluation, or only an earlier one: an extension stopped
+    after its last update; or one of another shape: damaged, it is evaluated again)."""
     result = read_json(run_dir / "result.json")
-    return result if result is not None and result.get("total_steps") == env_steps else None
+    if result is None or result_problem(result, env, seed):
+        return None
+    return result if result["total_steps"] == env_steps else None
+
+
+MEMBER = "population_member"
+"""``state.json`` key, True in every checkpoint a population writes: its run resumes as a member
+(with its population's numbers) even where its ``population.json`` is lost."""
+
+
+def trained_in_population(path: str | Path) -> bool:
+    """Whether the run at ``path`` (a run directory or a checkpoint in it) was trained as a member
+    of a population: its ``population.json``, or else its newest readable checkpoint, says so."""
+    run_dir = run_dir_of(path)
+    if (run_dir / POPULATION_MARKER).is_file():
+        return True
+    for ckpt in checkpoint_candidates(run_dir):
+        state = read_json(ckpt / "state.json")
+        if state is not None:
+            return state.get(MEMBER) is True
+    return False
 
 
 def save_gym(run_dir: Path, cfg: TrainConfig, learner: Learner, progress: Progress, parts: GymParts,
-             scheduled: bool = True) -> Path:
+             scheduled: bool = True, member: bool = False) -> Path:
     """A checkpoint of the run. One off the cadence (``scheduled`` False: a signal stopped the run)
     is marked (:data:`~rlkit.io.checkpoint.EXACT`) and prunes nothing, so the newest scheduled one,
-    from which a resume continues as the uninterrupted run, stays."""
+    from which a resume continues as the uninterrupted run, stays. A population ``member``'s is
+    marked :data:`MEMBER`."""
     tensors, learner_state = learner.checkpoint()
     tensors.update(prefixed("model", parts.model.state_dict()))
     state = {"config": cfg.to_dict(), "trainer": "gym", **progress.to_json(), **learner_state,
              "obs_norm": parts.obs_norm.state_dict(), "rew_scaler": parts.rew_scaler.state_dict(),
              "recent_returns": list(parts.episodes.recent), "eval_history": parts.evaluations.history,
-             "eval_seconds": parts.evaluations.seconds, EXACT: scheduled}
+             "eval_seconds": parts.evaluations.seconds, EXACT: scheduled, **({MEMBER: True} if member else {})}
     return save_checkpoint(run_dir, f"update-{progress.updates_done:07d}", tensors, state, keep=2 if scheduled else 0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import json
 import logging
 import signal
 import sys
@@ -14,6 +15,7 @@ from typing import Any, Iterator
 import gymnasium as gym
 import numpy as np
 
+from rlkit.core.stops import EnvStuck, env_wait
 from rlkit.errors import ConfigError, EnvError
 from rlkit.errors import one_line as _one_line
 from rlkit.gym.backends import make_envpool_backend, make_vector_backend
@@ -24,6 +26,11 @@ from rlkit.io.process import die_with_owner
 
 log = logging.getLogger("rlkit")
 
+ENV_FAILURES = (Exception, SystemExit)
+"""What an env's own code raises when it fails: any exception, and ``sys.exit`` (a simulator's
+wrapper that exits on an error would otherwise end rlkit silently, with exit code 0); a
+KeyboardInterrupt stays an interrupt."""
+
 
 def check_env_id(env_id: str) -> None:
     """Raise :class:`EnvError` unless ``env_id`` is registered with Gymnasium. Gymnasium's
@@ -32,8 +39,8 @@ def check_env_id(env_id: str) -> None:
     if module:
         try:
             importlib.import_module(module)
-        except ImportError as exc:
-            raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_one_line(exc)}") from None
+        except ENV_FAILURES as exc:  # not only ImportError: a SyntaxError, or whatever its code raises
+            raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_import_failure(exc)}") from None
     register_namespace(name)
     if name not in gym.registry:
         register_installed()  # ids without a namespace: ale-py's BreakoutNoFrameskip-v4, MiniGrid's
@@ -43,14 +50,24 @@ def check_env_id(env_id: str) -> None:
         raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
 
 
+def _import_failure(exc: BaseException) -> str:
+    """Why a module did not import, in one line: the error's type, its message and, for a
+    SyntaxError, the file and line."""
+    if isinstance(exc, ImportError):
+        return _one_line(exc)
+    where = f" ({exc.filename}, line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.filename else ""
+    text = exc.msg if isinstance(exc, SyntaxError) else _one_line(exc)
+    return f"{type(exc).__name__}: {text}{where}"
+
+
 @functools.cache
 def register_installed() -> None:
     """Register the ids of every env package of :data:`NAMESPACES` (and MiniGrid) that is installed
     (once per process)."""
-    for module, function, _ in NAMESPACES.values():
-        with contextlib.suppress(ImportError):
+    for module, function, _ in NAMESPACES.values():  # a package that is missing or broken registers nothing
+        with contextlib.suppress(Exception):
             _register(module, function)
-    with contextlib.suppress(ImportError):
+    with contextlib.suppress(Exception):
         importlib.import_module("minigrid")  # MiniGrid registers its ids when imported
 
 
@@ -81,17 +98,24 @@ def register_namespace(env_id: str) -> None:
         _register(module, function)
     except ImportError:
         raise EnvError(f"{env_id!r} needs the {module.split('.')[0]} package: pip install 'rlkit[{extra}]'") from None
+    except ENV_FAILURES as exc:
+        raise EnvError(f"{env_id!r}: the {module.split('.')[0]} package failed to register its envs: "
+                       f"{_import_failure(exc)}") from None
 
 
 EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid"}
 """Entry-point module prefix -> the rlkit extra that installs what its envs need."""
 
 
-def _cannot_make(env_id: str, exc: Exception, wrappers: str = "") -> EnvError:
-    """A failed construction as one line (naming the wrapper stack, if any); a missing optional
-    dependency names rlkit's extra for it."""
+def _cannot_make(env_id: str, exc: BaseException, wrappers: str = "", env_kwargs: dict[str, Any] | None = None
+                 ) -> EnvError:
+    """A failed construction as one line naming the wrapper stack and the ``--env-kwargs`` (if
+    any) and the error's type (``KeyError: 5`` says what a bare ``5`` does not); a missing
+    optional dependency names rlkit's extra for it."""
     under = f" under --env-wrappers {wrappers}" if wrappers else ""
-    message = f"could not make {env_id!r}{under}: {_one_line(exc)}"
+    under += f" with --env-kwargs {_kwargs_text(env_kwargs)}" if env_kwargs else ""
+    what = _one_line(exc) if isinstance(exc, (EnvError, ConfigError)) else f"{type(exc).__name__}: {_one_line(exc)}"
+    message = f"could not make {env_id!r}{under}: {what}"
     if isinstance(exc, (BrokenPipeError, EOFError, ConnectionResetError)):
         message = f"could not make {env_id!r}{under}: a worker process died while starting (exit or crash)"
     if isinstance(exc, (gym.error.DependencyNotInstalled, ImportError)):
@@ -100,6 +124,14 @@ def _cannot_make(env_id: str, exc: Exception, wrappers: str = "") -> EnvError:
         if extra:
             message += f" (install it with: pip install 'rlkit[{extra}]')"
     return EnvError(message)
+
+
+def _kwargs_text(env_kwargs: dict[str, Any]) -> str:
+    """``env_kwargs`` as the JSON the user gave (``repr`` for what JSON cannot write)."""
+    try:
+        return json.dumps(env_kwargs)
+    except (TypeError, ValueError):
+        return repr(env_kwargs)
 
 
 def _signal_free_worker(*args: Any) -> None:
@@ -117,7 +149,7 @@ def _signal_free_worker(*args: Any) -> None:
         env_fn.warn_on_close = False
     try:
         env = _CloseQuietly(env_fn())  # a failing close() is ignored here: the trainer has warned of it once
-    except Exception as exc:  # reported as Gymnasium's workers report a failed step: the trainer raises it
+    except ENV_FAILURES as exc:  # reported as Gymnasium's workers report a failed step: the trainer raises it
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # before the report: the trainer may terminate it at once
         error_queue.put((index, type(exc), exc, traceback.format_exc()))
         pipe.send((None, False))
@@ -173,7 +205,7 @@ class _WarnOnClose(gym.Wrapper):
     def close(self) -> None:
         try:
             super().close()
-        except Exception as exc:
+        except ENV_FAILURES as exc:
             warn_close_failed(self.env_id, exc)
 
 
@@ -185,7 +217,7 @@ def new_run_warnings() -> None:
     _WARNED.clear()
 
 
-def warn_close_failed(env_id: str, exc: Exception) -> None:
+def warn_close_failed(env_id: str, exc: BaseException) -> None:
     """One warning per env id and run that its ``close()`` failed (ignored: closing must neither
     mask an error nor cost a finished run its result)."""
     if env_id not in _WARNED:
@@ -230,8 +262,8 @@ def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers:
                                              worker=_signal_free_worker)
     except (EnvError, ConfigError):
         raise
-    except Exception as exc:  # a broken env constructor, a missing optional dependency, ...
-        raise _cannot_make(env_id, exc, wrappers) from exc
+    except ENV_FAILURES as exc:  # a broken env constructor, a missing optional dependency, ...
+        raise _cannot_make(env_id, exc, wrappers, env_kwargs) from exc
 
 
 def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: str = "",
@@ -243,8 +275,8 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None, wrappers: st
     check_wrappers(wrappers)
     try:
         return wrap(gym.make(env_id, **make_kwargs(wrappers, env_kwargs or {})), wrappers, training)
-    except Exception as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
-        raise _cannot_make(env_id, exc, wrappers) from exc
+    except ENV_FAILURES as exc:  # a broken env constructor, an unknown keyword, a missing optional dependency, ...
+        raise _cannot_make(env_id, exc, wrappers, env_kwargs) from exc
 
 
 def vector_env_masks(envs: gym.vector.VectorEnv, env_id: str, env_kwargs: dict[str, Any]) -> bool:
@@ -267,7 +299,7 @@ def env_gives_masks(env: gym.Env, env_id: str) -> bool:
     """:func:`rlkit.gym.masking.has_action_masks`, with a failing probe reset as one line naming the env."""
     try:
         return has_action_masks(env)
-    except Exception as exc:
+    except ENV_FAILURES as exc:
         raise EnvError(f"{env_id} raised on reset: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 
@@ -285,11 +317,13 @@ def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = 
         envs.closed = True  # nothing left to wait for (close() would wait on the pending step)
         return
     try:
-        with _quiet_workers(envs):
+        with _quiet_workers(envs), env_wait():  # after a stop signal, a close() that never returns is left
             envs.close()
-    except Exception as exc:
+    except ENV_FAILURES as exc:
         if not abort:
             warn_close_failed(env_id, exc)
+    except EnvStuck as exc:
+        log.warning("%s: %s", env_id, exc.waited_for("close"))
 
 
 @contextlib.contextmanager
@@ -310,19 +344,19 @@ def _quiet_workers(envs: object) -> Iterator[None]:
 def step_envs(envs: gym.vector.VectorEnv, env_id: str, actions: np.ndarray) -> tuple[Any, ...]:
     """``envs.step`` with worker failures (an exception, a dead worker) reported as one line naming the env."""
     try:
-        with _quiet_workers(envs):
+        with _quiet_workers(envs), env_wait():  # after a stop signal, a step stuck for the grace period is given up
             return envs.step(actions)
     except (EOFError, BrokenPipeError, ConnectionResetError) as exc:
         raise EnvError(f"{env_id}: a worker process died while stepping (exit or crash)") from exc
-    except Exception as exc:
+    except ENV_FAILURES as exc:
         raise EnvError(f"{env_id} raised while stepping: {type(exc).__name__}: {_one_line(exc)}") from exc
 
 
 def reset_envs(envs: gym.vector.VectorEnv, env_id: str, seed: int) -> np.ndarray:
     try:
-        with _quiet_workers(envs):
+        with _quiet_workers(envs), env_wait():
             obs, _ = envs.reset(seed=seed)
-    except Exception as exc:
+    except ENV_FAILURES as exc:
         raise EnvError(f"{env_id} raised on reset: {type(exc).__name__}: {_one_line(exc)}") from exc
     return obs
 

@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from rlkit.core.buffer import Rollout
-from rlkit.core.loop import (Interrupted, Schedule, SignalStop, blas_threads, open_logger, set_learning_rate,
-                             stop_on_signals)
+from rlkit.core.loop import Schedule, blas_threads, open_logger, set_learning_rate
+from rlkit.core.stops import Interrupted, SignalStop, stop_on_signals
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
 from rlkit.gym.population_eval import evaluate_together
@@ -86,6 +86,8 @@ class Population:
 
     def __init__(self, members: list[PPOTrainer], rng_states: list[torch.Tensor]) -> None:
         self.members = members
+        for m in members:  # their checkpoints say they are members (a resume then keeps their numbers)
+            m.population_member = True
         self.rng_states = rng_states
         self.failed: dict[int, str] = {}
         first = members[0]

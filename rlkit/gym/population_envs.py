@@ -14,10 +14,11 @@ from typing import Any, NamedTuple, Sequence
 import gymnasium as gym
 import numpy as np
 
+from rlkit.core.stops import EnvStuck
 from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.backends import CartPoleSameStep, make_vector_backend
 from rlkit.gym.envs import close_envs, step_envs
-from rlkit.gym.population_host import HostedEnvs
+from rlkit.gym.population_host import HostedEnvs, stuck_error
 
 
 class StackedStep(NamedTuple):
@@ -81,6 +82,8 @@ class EachMembersEnvs:
                 self._record(out, i, i - group.lo, step_envs(self.envs[i], self.env_id, actions[i - group.lo]))
             except RlkitError as exc:
                 out.errors[i] = exc
+            except EnvStuck as exc:  # after a stop signal: this member is given up, the others go on
+                out.errors[i] = stuck_error(self.env_id, exc)
         self._stepped = out
 
     def finish(self, group: Group, live: list[int]) -> StackedStep:

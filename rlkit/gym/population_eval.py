@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from rlkit.core.stops import EnvStuck
 from rlkit.errors import RlkitError
 from rlkit.gym.agent import EvalEpisodes, EvalResult, eval_failure, open_episodes
-from rlkit.gym.envs import close_envs
+from rlkit.gym.envs import ENV_FAILURES, close_envs
+from rlkit.gym.population_host import stuck_error
 from rlkit.gym.stacked import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
 
-def _failed(outcomes: dict[int, EvalResult | RlkitError], k: int, env_id: str, exc: Exception) -> None:
-    """Member ``k`` failed with ``exc`` (an Exception, so its report is always an RlkitError)."""
+def _failed(outcomes: dict[int, EvalResult | RlkitError], k: int, env_id: str, exc: BaseException) -> None:
+    """Member ``k`` failed with ``exc`` (one of :data:`ENV_FAILURES`, so its report is always an RlkitError)."""
     outcomes[k] = eval_failure(env_id, exc)  # type: ignore[assignment]
 
 
@@ -39,7 +41,7 @@ def evaluate_together(members: list[PPOTrainer]) -> list[EvalResult | RlkitError
             try:
                 running[k] = open_episodes(cfg.env, cfg.eval_episodes, m.eval_seed(), cfg.eval_max_steps or None,
                                            cfg.env_options, cfg.env_wrappers)
-            except Exception as exc:
+            except ENV_FAILURES as exc:
                 _failed(outcomes, k, cfg.env, exc)
         while running:
             for k, ev in list(running.items()):
@@ -47,7 +49,7 @@ def evaluate_together(members: list[PPOTrainer]) -> list[EvalResult | RlkitError
                     inputs = agents[k].inputs(ev.obs)[0]
                     x = np.zeros((len(members), 1, inputs.shape[1]), np.float32) if x is None else x
                     x[k] = inputs
-                except Exception as exc:
+                except ENV_FAILURES as exc:
                     _failed(outcomes, k, ev.env_id, exc)
                     close_envs(running.pop(k).env, ev.env_id, abort=True)
             if not running:
@@ -56,8 +58,9 @@ def evaluate_together(members: list[PPOTrainer]) -> list[EvalResult | RlkitError
             for k, ev in list(running.items()):
                 try:
                     finished = ev.step(agents[k].model.head.to_env(agents[k].actor.sampler.mode(params[k]))[0])
-                except Exception as exc:
-                    _failed(outcomes, k, ev.env_id, exc)
+                except (*ENV_FAILURES, EnvStuck) as exc:  # EnvStuck: given up after a stop signal, the others go on
+                    stuck = isinstance(exc, EnvStuck)
+                    outcomes[k] = stuck_error(ev.env_id, exc) if stuck else eval_failure(ev.env_id, exc)  # type: ignore
                     close_envs(running.pop(k).env, ev.env_id, abort=True)
                     continue
                 if finished:

@@ -19,8 +19,9 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from rlkit.core.stops import EnvStuck, env_wait
 from rlkit.errors import EnvError, RlkitError
-from rlkit.gym.envs import close_envs, make_vec_env, reset_envs, step_envs
+from rlkit.gym.envs import ENV_FAILURES, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.io.process import die_with_owner
 from rlkit.io.wire import pack_arrays, pack_object, unpack
 
@@ -112,7 +113,7 @@ def _reset(envs: list[gym.vector.VectorEnv | None], i: int, seed: int, env_id: s
         if envs[i] is None:
             raise RuntimeError("its envs failed before")
         return envs[i].reset(seed=seed)[0]  # type: ignore[union-attr]
-    except Exception as exc:  # noqa: BLE001  (the trainer's reset reports it in one line)
+    except ENV_FAILURES as exc:  # noqa: BLE001  (the trainer's reset reports it in one line)
         return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
@@ -144,6 +145,11 @@ def _step(envs: list[gym.vector.VectorEnv | None], i: int, env_id: str, actions:
     return MemberResult(obs, rewards, terminated, truncated, info.get("final_obs"))
 
 
+def stuck_error(env_id: str, exc: EnvStuck, what: str = "") -> EnvError:
+    """The one line a member fails with when its envs were given up after a stop signal."""
+    return EnvError(f"{env_id}: {exc.message}{f' ({what})' if what else ''}; its newest checkpoint stands")
+
+
 class HostedEnvs:
     """The trainer's side of one worker hosting ``spec``'s members' envs (their indices ``members``
     in the population). ``start`` sends a step's actions, ``finish`` waits for the results."""
@@ -157,6 +163,8 @@ class HostedEnvs:
         self.process.start()
         child.close()
         self.dead = False
+        self.lost = EnvError(f"{spec.env_id}: the population's env worker process died (exit or crash)")
+        """What the hosted members fail with once the worker is gone."""
         self.stacked: list[np.ndarray] | None = None
         """The last step's four arrays (observations, rewards, terminated, truncated: ``[H, N, ...]``)
         when every hosted member stepped and none ended an episode; else None."""
@@ -169,17 +177,22 @@ class HostedEnvs:
     def _receive(self) -> Any:
         self.stacked = None
         try:
-            _wait(self.conn)
-            message = unpack(self.conn.recv_bytes())
+            with env_wait():  # after a stop signal, a worker stuck in an env's step is given up
+                _wait(self.conn)
+                message = unpack(self.conn.recv_bytes())
             self.stacked = message.arrays
             if message.arrays is None:
                 return message.value
             obs, rewards, terminated, truncated = message.arrays
             return [MemberResult(obs[i], rewards[i], terminated[i], truncated[i], None) for i in range(len(obs))]
+        except EnvStuck as exc:
+            self.lost = stuck_error(self.spec.env_id, exc, "the population's env worker stepping them is stopped")
+            self.dead = True
+            self.process.kill()  # it ignores SIGTERM, and its env may never return
+            return [self.lost] * len(self.members)
         except (EOFError, OSError):
             self.dead = True
-            return [EnvError(f"{self.spec.env_id}: the population's env worker process died (exit or crash)")] \
-                * len(self.members)
+            return [self.lost] * len(self.members)
 
     def start(self, actions: np.ndarray, live: set[int]) -> bool:
         """Send the hosted live members' actions (``actions[i]``: ``members[i]``'s); False if the
@@ -209,7 +222,7 @@ class HostedEnvs:
                 self.dead = True
         obs = self._receive() if not self.dead else None
         if self.dead or isinstance(obs, BaseException):
-            raise obs if isinstance(obs, BaseException) else RuntimeError("the population's env worker process died")
+            raise obs if isinstance(obs, BaseException) else self.lost
         return obs
 
     def close(self, abort: bool = False) -> None:

@@ -18,8 +18,9 @@ import torch
 
 from rlkit.core.encoders import make_encoder
 from rlkit.errors import ConfigError
+from rlkit.gym.checkpoint import trained_in_population
 from rlkit.gym.config import TrainConfig
-from rlkit.gym.envs import env_gives_masks, make_env
+from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.population import MemberOutcome, Population
 from rlkit.gym.trainer import PPOTrainer
 from rlkit.io.checkpoint import POPULATION_MARKER as MARKER
@@ -59,7 +60,7 @@ def check_population(cfg: TrainConfig) -> None:
         if env_gives_masks(env, cfg.env):
             raise ConfigError(f"a population does not act with action masks yet; {cfg.env} gives them")
     finally:
-        env.close()
+        close_envs(env, cfg.env, abort=True)  # a close() that raises: the members' own envs warn of it once
 
 
 def member_configs(cfg: TrainConfig, seeds: list[int], run_names: list[str] | None = None) -> list[TrainConfig]:
@@ -170,8 +171,9 @@ def _check_resumed(members: list[PPOTrainer]) -> None:
 
 
 def is_member(run_dir: str | Path) -> bool:
-    """Whether ``run_dir`` (or a checkpoint in it) was trained as a member of a population."""
+    """Whether ``run_dir`` (or a checkpoint in it) was trained as a member of a population: its
+    ``population.json`` or, where that is lost, its checkpoints say so."""
     try:
-        return (run_dir_of(run_dir) / MARKER).is_file()
+        return trained_in_population(run_dir)
     except Exception:  # noqa: BLE001  (not a readable path: the caller's own resume reports it)
         return False

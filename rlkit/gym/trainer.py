@@ -30,13 +30,14 @@ from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.errors import ConfigError, EnvError, NonFiniteError, one_line
 from rlkit.fast import select_kernels
 from rlkit.gym.agent import Agent, EvalResult
-from rlkit.gym.checkpoint import Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym
+from rlkit.gym.checkpoint import (Evaluations, GymParts, finished_result, load_gym, resume_config, save_gym,
+                                  trained_in_population)
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import (as_observation_array, close_envs, make_vec_env, new_run_warnings, reset_envs, step_envs,
                             vector_env_masks)
 from rlkit.gym.episodes import Episodes
 from rlkit.gym.policies import ActResult, NumpyActor
-from rlkit.io.checkpoint import POPULATION_MARKER, discard_unused, run_dir_of
+from rlkit.io.checkpoint import discard_unused
 from rlkit.io.logger import Logger
 from rlkit.variants import build_learner, variant_fields
 from rlkit.variants.fresh import FreshRollout
@@ -83,6 +84,8 @@ class PPOTrainer:
         """``in_process_envs``: the envs made in this process whatever ``async_envs`` says (a
         population of two or more steps its members' envs in one worker of its own)."""
         self.resumed = bool(cfg.resume)
+        self.population_member = False
+        """Set by the population that trains this run (its checkpoints then say so)."""
         # A resumed run is locked before anything of it is read: a second process is refused first.
         early = open_run_dir(cfg.logdir, None, "", cfg.resume) if cfg.resume else None
         with early.lock.released_on_error() if early else contextlib.nullcontext():
@@ -275,7 +278,8 @@ class PPOTrainer:
                     steps // cfg.eval_every > (steps - cfg.batch_size) // cfg.eval_every)
 
     def save(self, scheduled: bool) -> Path:
-        return save_gym(self.run_dir, self.cfg, self.learner, self.progress, self.parts, scheduled)
+        return save_gym(self.run_dir, self.cfg, self.learner, self.progress, self.parts, scheduled,
+                        self.population_member)
 
     def after_checkpoint(self) -> None:
         self._start_episodes()
@@ -305,7 +309,7 @@ class PPOTrainer:
     def prior_result(self) -> dict | None:
         """The result of a finished run that is resumed (its final evaluation stands), else None."""
         done = self.resumed and self.progress.updates_done >= self.cfg.num_updates
-        return finished_result(self.run_dir, self.progress.env_steps) if done else None
+        return finished_result(self.run_dir, self.progress.env_steps, self.cfg.env, self.cfg.seed) if done else None
 
     def run_spec(self) -> RunSpec:
         """How the run loop runs this trainer: its log, hparams and schedule."""
@@ -319,8 +323,9 @@ class PPOTrainer:
         """After the last update: the result with the final evaluation (or a resumed finished run's own)."""
         evaluations = self.parts.evaluations
         if self.prior is not None:  # a finished run resumed: its final evaluation stands (logged once)
-            evaluations.history[:] = [tuple(e) for e in self.prior.get("eval_history", evaluations.history)]
-            evaluations.seconds[:] = list(self.prior.get("eval_seconds", evaluations.seconds))
+            evaluations.history[:] = [tuple(e) for e in self.prior["eval_history"]]
+            seconds = self.prior.get("eval_seconds")  # checked: one per evaluation, or missing
+            evaluations.seconds[:] = [float("nan")] * len(evaluations.history) if seconds is None else seconds
             mean, std = (float("nan") if self.prior.get(k) is None else self.prior[k]
                          for k in ("eval_return_mean", "eval_return_std"))
         elif self.cfg.eval_episodes:
@@ -377,7 +382,7 @@ def train(cfg: TrainConfig) -> TrainResult:
 def resume(run_dir: str, **changes: object) -> TrainResult:
     """Continue a run from its newest valid checkpoint, e.g. ``resume(path, total_steps=2_000_000)``
     to extend it; only the :data:`rlkit.gym.checkpoint.RESUMABLE` fields may change."""
-    if (run_dir_of(run_dir) / POPULATION_MARKER).is_file():
+    if trained_in_population(run_dir):
         raise ConfigError(f"{run_dir} was trained in a population: continue it with rlkit.resume_population([...]) "
                           "(alone, as a population of one), which keeps its numbers")
     return PPOTrainer(TrainConfig(resume=str(run_dir)), changes).train()

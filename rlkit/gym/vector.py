@@ -11,6 +11,7 @@ observations, rewards, terminations and truncations are those of
 
 from __future__ import annotations
 
+import contextlib
 from copy import deepcopy
 from typing import Any, Callable, Sequence
 
@@ -35,7 +36,15 @@ class SameStepEnvs(gym.vector.VectorEnv):
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]]) -> None:
-        self.envs = [fn() for fn in env_fns]
+        self.envs: list[gym.Env] = []
+        try:
+            for fn in env_fns:
+                self.envs.append(fn())
+        except BaseException:  # the envs made before the one that failed are closed (quietly: the failure is the news)
+            for env in self.envs:
+                with contextlib.suppress(Exception):
+                    env.close()
+            raise
         self.num_envs = len(self.envs)
         first = self.envs[0]
         self.single_observation_space = first.observation_space
@@ -89,5 +98,12 @@ class SameStepEnvs(gym.vector.VectorEnv):
         return np.stack([env_mask(env, {"action_mask": m}, n_actions) for env, m in zip(self.envs, self.info_masks)])
 
     def close_extras(self, **kwargs: Any) -> None:
+        """Close every sub-env, even after one raised (the first error is raised after)."""
+        errors = []
         for env in self.envs:
-            env.close()
+            try:
+                env.close()
+            except (Exception, SystemExit) as exc:  # noqa: BLE001  (the others still close)
+                errors.append(exc)
+        if errors:
+            raise errors[0]

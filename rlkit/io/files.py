@@ -8,17 +8,19 @@ is "not finished" and resumes from its checkpoints instead of stopping a sweep.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
-from rlkit.errors import ConfigError
+from rlkit.errors import ConfigError, OutputError
 
 
 def write_atomic(path: str | Path, text: str) -> None:
     """Replace ``path`` with ``text`` in one rename (the temporary file carries the writer's pid,
-    so two processes writing the same file never share it)."""
+    so two processes writing the same file never share it). A failure (a full disk, a file or
+    folder made immutable) is a one-line :class:`OutputError` naming the file, which is intact."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -27,8 +29,11 @@ def write_atomic(path: str | Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
         raise
 
 
@@ -36,6 +41,26 @@ def is_partial(name: str) -> bool:
     """Whether ``name`` is a writer's temporary file or folder (``.NAME.PID.tmp`` of
     :func:`write_atomic`, ``.NAME.tmp`` of a checkpoint): what a kill before its rename leaves."""
     return name.startswith(".") and name.endswith(".tmp")
+
+
+def check_writable(folder: str | Path) -> None:
+    """A one-line :class:`ConfigError` unless this process can create and remove a file in
+    ``folder`` (what every atomic write there does): an immutable (``chattr +i``), read-only or
+    append-only folder is refused before anything is written, not found out by the first write,
+    mid-run. The probe is a writer's temporary file (:func:`is_partial`)."""
+    probe = Path(folder) / f".rlkit-write-probe.{os.getpid()}.tmp"
+    try:
+        with open(probe, "x"):
+            pass
+        probe.unlink()
+    except FileExistsError:  # a probe of this pid left by a killed process: remove it, then try again
+        try:
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigError(f"cannot write in {folder}: {exc.strerror or exc}") from None
+        check_writable(folder)
+    except OSError as exc:
+        raise ConfigError(f"cannot write in {folder}: {exc.strerror or exc}") from None
 
 
 def write_json(path: str | Path, value: Any, indent: int | None = 1) -> None:

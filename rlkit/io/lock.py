@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator
 
 from rlkit.errors import ConfigError
+from rlkit.io.files import check_writable
 
 RUN_LOCK = ".rlkit-run.lock"
 """The file a training process holds locked in its run directory."""
@@ -30,7 +31,8 @@ class FolderLock:
         self._handle: IO[str] | None = None
 
     def acquire(self) -> "FolderLock":
-        """Take the lock (held already: nothing to do); another holder is a one-line :class:`ConfigError`."""
+        """Take the lock (held already: nothing to do); another holder, or a folder this process cannot
+        write in, is a one-line :class:`ConfigError`."""
         if self._handle is not None:
             return self
         try:
@@ -49,6 +51,11 @@ class FolderLock:
             handle.close()
             raise ConfigError(f"{self.folder} is in use by another {self.what} ({holder}); wait for it to finish "
                               f"or stop it, then {self.then}") from None
+        try:
+            check_writable(self.folder)  # the lock file opens in a folder that refuses new files (chattr +i)
+        except ConfigError:
+            handle.close()
+            raise
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}\n")

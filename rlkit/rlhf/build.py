@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
@@ -67,8 +68,11 @@ def wrap_policy(cfg: RLHFConfig, policy: torch.nn.Module, device: torch.device) 
     from peft import LoraConfig, get_peft_model
 
     try:
-        wrapped = get_peft_model(policy, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
-                                                    target_modules=list(cfg.lora_targets) or "all-linear"))
+        with warnings.catch_warnings():  # peft reads transformers' deprecated is_gradient_checkpointing
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.* is deprecated",
+                                    category=FutureWarning)
+            wrapped = get_peft_model(policy, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0,
+                                                        target_modules=list(cfg.lora_targets) or "all-linear"))
     except ValueError as exc:
         raise ConfigError(f"lora_targets {list(cfg.lora_targets)}: {one_line(exc)}") from None
     return PolicyParts(wrapped.get_base_model(), None, wrapped)
@@ -86,7 +90,10 @@ def enable_gradient_checkpointing(lm: torch.nn.Module) -> None:
         raise ConfigError(f"gradient_checkpointing needs a policy without dropout; this one has {', '.join(dropout)}")
     if not getattr(lm, "supports_gradient_checkpointing", False):
         raise ConfigError(f"gradient_checkpointing: {type(lm).__name__} does not support it")
-    lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if hasattr(lm, "activation_checkpointing_enable"):  # its name where transformers deprecates the old one
+        lm.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        lm.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
 
 
 @contextlib.contextmanager

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rlkit.core.config import ComposedConfig, PPOConfig, flat_init, require_positive_int, require_resume_path
+from rlkit.core.config import (ONE_RESPONSE, ComposedConfig, PPOConfig, flat_init, require_minibatches,
+                               require_positive_int, require_resume_path)
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
 from rlkit.variants import VariantGroups
@@ -115,6 +116,8 @@ class RLHFConfig(ComposedConfig):
         if self.num_envs % self.num_minibatches:
             raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide num_envs={self.num_envs} "
                               "(minibatches are whole sequences)")
+        if not self.resume:  # a run stored before this check resumes as it was (one token: advantage 0)
+            require_minibatches(self.num_envs, self.num_minibatches, self.norm_adv, "num_envs", ONE_RESPONSE)
         if self.kl_target is not None and not (math.isfinite(self.kl_target) and self.kl_target > 0):
             raise ConfigError(f"kl_target must be > 0 or None, got {self.kl_target!r}")
         self.variants.require_supported("rlhf", self)

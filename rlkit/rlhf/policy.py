@@ -17,11 +17,32 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
 
 from rlkit.core.heads import CategoricalHead
+
+
+class KVCache(NamedTuple):
+    """A forward's key-value cache and the keyword the trunk takes it back under: ``cache`` where
+    transformers has renamed it (reading or passing ``past_key_values`` there prints a
+    FutureWarning in every run), ``past_key_values`` in the versions before."""
+
+    value: Any
+    keyword: str
+
+    def feed(self) -> dict[str, Any]:
+        """The keyword arguments that hand the cache to the next forward."""
+        return {self.keyword: self.value, "use_cache": True}
+
+
+def kv_cache(out: Any) -> KVCache:
+    """The cache of a forward's output ``out`` (run with ``use_cache=True``), read by the field
+    name this transformers version gives it (its old name would warn)."""
+    keyword = "cache" if "cache" in out.keys() else "past_key_values"
+    return KVCache(out[keyword], keyword)
 
 
 def positions_from_mask(mask: torch.Tensor) -> torch.Tensor:
@@ -86,10 +107,10 @@ def shared_prompt_hidden(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor
     embeds = trunk.get_input_embeddings()(ids)  # one lookup: one sparse-to-dense embedding gradient per pass
     out = trunk(inputs_embeds=embeds[first, :width], attention_mask=mask[first, :width],
                 position_ids=positions[first, :width], use_cache=True)
-    cache = out.past_key_values
-    cache.batch_select_indices(inverse)
+    cache = kv_cache(out)
+    cache.value.batch_select_indices(inverse)
     rest = trunk(inputs_embeds=embeds[:, width:], attention_mask=mask, position_ids=positions[:, width:],
-                 past_key_values=cache, use_cache=True).last_hidden_state
+                 **cache.feed()).last_hidden_state
     return torch.cat([out.last_hidden_state[inverse], rest], dim=1)
 
 
@@ -97,7 +118,7 @@ def shared_prompt_hidden(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor
 class GenerationState:
     """KV cache and bookkeeping of a batched rollout (one cache row per sub-env)."""
 
-    cache: object
+    cache: KVCache
     mask: torch.Tensor
     """``[N, S]`` attention mask so far."""
     next_position: torch.Tensor
@@ -185,9 +206,10 @@ class LMActorCritic(nn.Module):
         first, inverse = plan if plan is not None else (slice(None), slice(None))
         out = self.trunk(input_ids=ids[first], attention_mask=mask[first],
                          position_ids=positions_from_mask(mask[first]), use_cache=True)
+        cache = kv_cache(out)
         if plan is not None:
-            out.past_key_values.batch_select_indices(inverse)
-        state = GenerationState(out.past_key_values, mask.clone(), mask.long().sum(-1))
+            cache.value.batch_select_indices(inverse)
+        state = GenerationState(cache, mask.clone(), mask.long().sum(-1))
         return state, self._logits(out.last_hidden_state[inverse, -1])
 
     @torch.no_grad()
@@ -195,8 +217,8 @@ class LMActorCritic(nn.Module):
         """Append ``tokens [N]`` (one per sub-env) using the KV cache; the next logits."""
         state.mask = torch.cat([state.mask, torch.ones_like(state.mask[:, :1])], dim=1)
         out = self.trunk(input_ids=tokens[:, None], attention_mask=state.mask,
-                         position_ids=state.next_position[:, None], past_key_values=state.cache, use_cache=True)
-        state.cache = out.past_key_values
+                         position_ids=state.next_position[:, None], **state.cache.feed())
+        state.cache = kv_cache(out)
         state.next_position = state.next_position + 1
         return self._logits(out.last_hidden_state[:, -1])
 

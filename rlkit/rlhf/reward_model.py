@@ -23,8 +23,8 @@ import numpy as np
 
 from rlkit.core.config import require_seed
 from rlkit.core.device import check_device, torch_device
-from rlkit.errors import ConfigError, LLMEnvError
-from rlkit.io.files import read_lines
+from rlkit.errors import ConfigError, LLMEnvError, OutputError, one_line
+from rlkit.io.files import check_writable, read_lines, write_json
 from rlkit.io.progress import progress_bar
 from rlkit.rlhf.models import load_model, load_tokenizer, quiet_transformers
 from rlkit.rlhf.score_norm import ScoreNormalization
@@ -151,6 +151,7 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         what = "is a file" if not out.is_dir() else "already holds files"
         raise ConfigError(f"output {cfg.output!r} {what}; choose a new --output (nothing was overwritten)")
+    check_writable(next(p for p in [out, *out.absolute().parents] if p.is_dir()))  # before training, not after
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.torch_threads)
     device = torch_device(cfg.device)
@@ -173,11 +174,15 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
     steps = _fit(model, train_set, cfg)
     model.eval().requires_grad_(False)
     result = RMResult(len(train_set), len(eval_set), before, pairwise_accuracy(model, eval_set), steps, cfg.output)
-    out.mkdir(parents=True, exist_ok=True)
-    with quiet_transformers():
-        model.save_pretrained(out)  # safetensors
-        tokenizer.save_pretrained(out)
-    (out / "rm_result.json").write_text(json.dumps(result.to_json(), indent=1))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with quiet_transformers():
+            model.save_pretrained(out)  # safetensors
+            tokenizer.save_pretrained(out)
+    except Exception as exc:  # a full disk, a folder made read-only meanwhile
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
+        raise OutputError(f"could not write the reward model to {out}: {reason}") from None
+    write_json(out / "rm_result.json", result.to_json())
     return result
 
 

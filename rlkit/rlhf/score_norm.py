@@ -81,13 +81,34 @@ class ScoreNormalization:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> ScoreNormalization:
+        """The normalization saved at ``path``; one that does not read, or holds another shape (a
+        scale that is not a finite number > 0, a shift that is not finite, prompt rows that are not
+        ``[[token ids], shift]``), is a one-line :class:`ScoreNormalizationError` naming the file."""
         try:
             with open(path) as f:
                 data = json.load(f)
-            return cls(float(data["scale"]), float(data["shift"]),
-                       {tuple(int(t) for t in ids): float(v) for ids, v in data.get("prompt_shift", [])})
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            norm = cls(_finite(data["scale"]), _finite(data["shift"]),
+                       {tuple(_token(t) for t in ids): _finite(v) for ids, v in data.get("prompt_shift", [])})
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ScoreNormalizationError(f"cannot read score normalization {str(path)!r}: {exc}") from None
+        if not norm.scale > 0:
+            raise ScoreNormalizationError(f"cannot read score normalization {str(path)!r}: scale {norm.scale} is "
+                                          "not > 0")
+        return norm
+
+
+def _finite(value: object) -> float:
+    """A finite JSON number as a float (else a ``ValueError`` naming it)."""
+    if type(value) not in (int, float) or not np.isfinite(value):  # type: ignore[arg-type]
+        raise ValueError(f"{value!r} is not a finite number")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _token(value: object) -> int:
+    """A token id (a JSON integer >= 0; else a ``ValueError`` naming it)."""
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{value!r} is not a token id")
+    return value
 
 
 def _positive_std(values: np.ndarray) -> float:

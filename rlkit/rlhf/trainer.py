@@ -30,6 +30,7 @@ from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, RunDir, RunSpec, S
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
+from rlkit.errors import OutputError, one_line
 from rlkit.io.logger import Logger
 from rlkit.rlhf.build import (build_reward, build_tokenizer, checkpointed_forward, enable_gradient_checkpointing,
                               load_policy, read_prompts, wrap_policy)
@@ -296,14 +297,25 @@ class RLHFTrainer:
                                                               ["charts/score", "charts/kl"], variant_fields(), schedule,
                                                               self.resumed, cfg.progress))
             if cfg.save_model:
-                state = {f"model.{k}": v for k, v in self.model.state_dict().items()}
-                tmp = self.run_dir / ".policy.safetensors.tmp"  # renamed into place: never seen half-written
-                save_file({k: v.detach().cpu().contiguous() for k, v in state.items()}, str(tmp))
-                os.replace(tmp, self.run_dir / "policy.safetensors")
+                self._save_policy()
             result = RLHFResult(progress.updates_done, progress.env_steps / progress.seconds if progress.seconds else 0.0,
                                 str(self.run_dir), list(self.parts.history))
             write_result(self.run_dir, result.to_json())
             return result
+
+
+    def _save_policy(self) -> None:
+        """``policy.safetensors``: written to a temporary file renamed into place (never seen
+        half-written); a failure (a full disk, a file made immutable) is one line naming it."""
+        state = {f"model.{k}": v.detach().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        tmp, final = self.run_dir / ".policy.safetensors.tmp", self.run_dir / "policy.safetensors"
+        try:
+            save_file(state, str(tmp))
+            os.replace(tmp, final)
+        except Exception as exc:  # safetensors raises its own error type on a full disk
+            tmp.unlink(missing_ok=True)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
+            raise OutputError(f"could not write {final}: {reason} (the checkpoints, if any, are intact)") from None
 
 
 def train_rlhf(cfg: RLHFConfig, **components: Any) -> RLHFResult:

@@ -40,6 +40,9 @@ class GroupOptions:
     (group std + group_eps) (Shao et al. 2024)."""
     group_eps: float = 1e-4
     """GRPO: added to the group's standard deviation (a group of equal returns gets advantage 0)."""
+    turn_on = "--group-size 2 or more"
+    """What turns the variant on (a class attribute, not an option): an option named at its default
+    alone is refused with this hint (rlkit.cli)."""
 
     def validate(self) -> None:
         require_positive_int(self, "group_size")

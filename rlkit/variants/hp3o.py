@@ -20,7 +20,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import numpy as np
 import torch
 
-from rlkit.core.config import require_minibatches, require_positive_int
+from rlkit.core.config import ONE_RESPONSE, require_minibatches, require_positive_int
 from rlkit.errors import ConfigError
 from rlkit.variants.base import Passes, VariantState
 from rlkit.variants.hp3o_episodes import EpisodeAdapter
@@ -277,6 +277,9 @@ def check_rlhf(options: HP3OOptions, cfg: Any) -> None:
     if options.hp3o_trajectories % cfg.num_minibatches:
         raise ConfigError(f"num_minibatches={cfg.num_minibatches} does not divide hp3o_trajectories="
                           f"{options.hp3o_trajectories} (HP3O batches are whole sequences here)")
+    if not cfg.resume:  # a run stored before this check resumes as it was (one token: advantage 0)
+        require_minibatches(options.hp3o_trajectories, cfg.num_minibatches, cfg.norm_adv, "hp3o_trajectories",
+                            ONE_RESPONSE)
 
 
 RLHF_IGNORES = ("hp3o_samples", "hp3o_sampling", "hp3o_redraw_each_epoch", "hp3o_schedule",

@@ -182,7 +182,7 @@ def test_a_run_extended_by_hand_is_not_counted_as_the_sweeps_and_is_left_as_it_i
     first, second = spec.runs
     for run, steps in ((first, 1024), (second, 1536)):  # the second resumed by hand, one rollout more
         (out / "runs" / run.name).mkdir()
-        write_atomic(out / "runs" / run.name / "result.json", json.dumps({"total_steps": steps,
+        write_atomic(out / "runs" / run.name / "result.json", json.dumps({"total_steps": steps, "eval_history": [],
                                                                             "eval_return_mean": 20.0}))
     assert run_state(out, first) == "done" and run_state(out, second) == "extended"
     assert write_tables(out, spec) == (1, 1, 0)
@@ -203,7 +203,8 @@ def test_a_run_whose_newest_checkpoint_went_past_its_result_is_not_counted(tmp_p
     ckpt.mkdir(parents=True)
     write_atomic(ckpt / "state.json", json.dumps({"env_steps": 8192}))
     write_atomic(ckpt.parent / "latest.json", json.dumps({"checkpoint": ckpt.name}))
-    write_atomic(out / "runs" / run.name / "result.json", json.dumps({"total_steps": 1024, "eval_return_mean": 9.0}))
+    write_atomic(out / "runs" / run.name / "result.json",
+                 json.dumps({"total_steps": 1024, "eval_history": [], "eval_return_mean": 9.0}))
     assert run_state(out, run) == "extended"
     ckpt.joinpath("state.json").write_text(json.dumps({"env_steps": 1024}))
     assert run_state(out, run) == "done"

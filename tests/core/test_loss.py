@@ -82,3 +82,19 @@ def test_clipped_mse_value_loss_uses_the_clipped_prediction_alone():
     unclipped = ppo_loss(head, logits, torch.tensor([0.9, 0.1, -0.5]), mb, clip_vloss=False,
                          vloss_form="clipped-mse", **kw)
     assert float(unclipped.v_loss) == pytest.approx((0.1 ** 2 + 0.9 ** 2 + 1.5 ** 2) / 3)
+
+
+def test_a_minibatch_of_one_advantage_is_whitened_to_zero_without_a_warning():
+    """The std of one value is undefined (torch warns and returns NaN): its advantage minus the
+    mean is 0, and so is the whitened one; two or more values are whitened as before."""
+    import warnings
+
+    from rlkit.core.loss import normalize_advantages
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert normalize_advantages(torch.tensor([3.0])).tolist() == [0.0]
+        assert normalize_advantages(torch.tensor([[3.0], [-1.0]]), dim=1).tolist() == [[0.0], [0.0]]
+        two = normalize_advantages(torch.tensor([1.0, 3.0]))
+    std, mean = torch.std_mean(torch.tensor([1.0, 3.0]))
+    assert torch.equal(two, (torch.tensor([1.0, 3.0]) - mean) / (std + 1e-8))

@@ -38,3 +38,24 @@ def test_flat_flags_reach_the_composed_fields(logdir, capsys):
     saved = json.loads((Path(logdir) / "f" / "config.json").read_text())
     assert (saved["clip_coef"], saved["outer_lr"], saved["kernels"]) == (0.1, 1.5, "plain")
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["variant"] == "outer-lr1.5"
+
+
+def test_repeated_seeds_and_resume_flags_extend_and_repeated_list_fields_are_refused(tmp_path, capsys):
+    """``--seeds 1 2 --seeds 3`` trains three members and ``--resume A --resume B C`` resumes three
+    (as ``--preset`` extends); a repeated list field would keep only its last values, so it is refused."""
+    import json
+
+    tiny = ["--env", "rlkit-test/IdentityDiscrete-v0", "--total-steps", "256", "--num-envs", "2", "--num-steps", "64",
+            "--num-minibatches", "2", "--update-epochs", "1", "--eval-episodes", "1", "--no-progress"]
+    assert main(["train", "--seeds", "1", "2", "--seeds", "3", *tiny, "--logdir", str(tmp_path), "--run-name", "p"]) == 0
+    assert [json.loads(line)["seed"] for line in capsys.readouterr().out.splitlines()] == [1, 2, 3]
+    first, second, third = (str(tmp_path / f"p__s{s}") for s in (1, 2, 3))
+    assert main(["train", "--resume", first, "--resume", second, third, "--total-steps", "384"]) == 0
+    resumed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["seed"], r["total_steps"]) for r in resumed] == [(1, 384), (2, 384), (3, 384)]
+    for argv in (["train", "--hidden-sizes", "8", "8", "--hidden-sizes", "16"],
+                 ["rlhf", "--lora-targets", "q_proj", "--lora-targets=v_proj"]):
+        assert main([*argv, "--logdir", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert "given more than once" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "x").exists()

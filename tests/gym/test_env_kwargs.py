@@ -77,3 +77,11 @@ def test_a_sweep_with_unusable_env_kwargs_is_refused_before_anything_is_written(
     assert main(["sweep", str(spec), "--out", str(out), "--dry-run"]) == 2
     assert main(["sweep", str(spec), "--out", str(out)]) == 2
     assert not out.exists()
+
+
+def test_a_value_the_env_cannot_take_names_the_kwargs_and_the_error_type(logdir, capsys):
+    """FrozenLake looks ``map_name`` up in its maps: a bare ``5`` would not say that it is a KeyError."""
+    assert main(["train", "--env", "FrozenLake-v1", "--env-kwargs", '{"map_name": 5}', "--logdir", logdir]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line == "rlkit: error: could not make 'FrozenLake-v1' with --env-kwargs {\"map_name\": 5}: KeyError: 5"
+    assert not Path(logdir).exists() or not any(Path(logdir).iterdir())

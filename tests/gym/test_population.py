@@ -194,3 +194,21 @@ def test_a_member_whose_evaluation_fails_is_failed_and_the_others_evaluate(tmp_p
                                     env_kwargs='{"seed": 10003, "after": 3}'), [3, 4])
     assert bad.result is None and bad.error.startswith("evaluation on rlkit-test/RaisesForSeed100-v0 failed")
     assert ok.error is None and len(ok.result.eval_history) == 1
+
+
+def test_a_member_that_lost_its_population_json_resumes_as_a_member_to_the_same_bits(tmp_path, monkeypatch, capsys):
+    """Its checkpoints say it is a member: ``rlkit train --resume`` continues it as a population of
+    one (the single-run code would end off in the last bits); the single-run API refuses it."""
+    from rlkit.cli import main
+
+    whole = train_population(_cfg(tmp_path, "whole", total_steps=1024), [1, 2])
+    with monkeypatch.context() as m:
+        _stop_after_update(m, 3)
+        with pytest.raises(PopulationInterrupted):
+            train_population(_cfg(tmp_path, "cut", total_steps=1024), [1, 2])
+    for s in (1, 2):
+        (tmp_path / f"cut__s{s}" / "population.json").unlink()
+    assert main(["train", "--resume", str(tmp_path / "cut__s1"), "--no-progress"]) == 0
+    assert_same_bits(final_tensors(whole[0].run_dir), final_tensors(tmp_path / "cut__s1"))
+    with pytest.raises(ConfigError, match="resume_population"):
+        rlkit.gym.trainer.resume(str(tmp_path / "cut__s2"))

@@ -57,3 +57,33 @@ def test_fresh_arrays_every_step() -> None:
 def test_seed_list_length_checked() -> None:
     with pytest.raises(ValueError):
         make_vec_env("CartPole-v1", 2).reset(seed=[1, 2, 3])
+
+
+class _Counted(gym.Env):
+    """Counts its closes; raises in ``close()`` or in its constructor when told to."""
+
+    closed = 0
+    observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, close_raises: bool = False, init_raises: bool = False) -> None:
+        if init_raises:
+            raise RuntimeError("cannot open the simulator")
+        self.close_raises = close_raises
+
+    def close(self) -> None:
+        _Counted.closed += 1
+        if self.close_raises:
+            raise RuntimeError("simulated close failure")
+
+
+def test_every_sub_env_is_closed_when_one_raises_in_close_or_in_its_constructor() -> None:
+    _Counted.closed = 0
+    envs = SameStepEnvs([lambda: _Counted(close_raises=True), _Counted, _Counted])
+    with pytest.raises(RuntimeError, match="simulated close failure"):
+        envs.close()
+    assert _Counted.closed == 3
+    _Counted.closed = 0
+    with pytest.raises(RuntimeError, match="cannot open"):
+        SameStepEnvs([_Counted, _Counted, lambda: _Counted(init_raises=True)])
+    assert _Counted.closed == 2

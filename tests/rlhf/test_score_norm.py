@@ -73,7 +73,7 @@ def test_scorer_calibration_normalizes_the_reward_and_the_trainer_loads_it(tmp_p
     rm.config.pad_token_id = tok.pad_token_id
     rm.save_pretrained(tmp_path / "rm")
     norm.save(tmp_path / "rm" / NORMALIZATION_FILE)
-    cfg = RLHFConfig(reward_model=str(tmp_path / "rm"), num_envs=2, max_new_tokens=3, iterations=1,
+    cfg = RLHFConfig(reward_model=str(tmp_path / "rm"), num_envs=2, num_minibatches=1, max_new_tokens=3, iterations=1,
                      logdir=str(tmp_path / "runs"), torch_threads=1, save_model=False)
     trainer = RLHFTrainer(cfg, policy=tiny_lm.causal_lm(), tokenizer=tok, prompts=["the movie was", "i liked it"])
     assert trainer.scorer is not None and trainer.scorer.normalization == norm
@@ -93,7 +93,20 @@ def test_a_corrupt_normalization_file_is_one_cli_line(tmp_path, capsys):
     prompts.write_text("the movie was\n")
     capsys.readouterr()
     code = main(["rlhf", "--policy", str(policy_dir), "--reward-model", str(rm_dir), "--prompts", str(prompts),
-                 "--iterations", "1", "--num-envs", "2", "--logdir", str(tmp_path / "runs")])
+                 "--iterations", "1", "--num-envs", "2", "--num-minibatches", "1", "--logdir", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith("rlkit: error: cannot read score normalization")
+
+
+@pytest.mark.parametrize("text", ['{"scale": 0, "shift": 0}', '{"scale": -1.5, "shift": 0}', '{"scale": 1, "shift": NaN}',
+                                  '{"scale": 1e999, "shift": 0}', '{"scale": true, "shift": 0}', "[1, 2]",
+                                  '{"scale": 1, "shift": 0, "prompt_shift": [[[1, 2], "x"]]}',
+                                  '{"scale": 1, "shift": 0, "prompt_shift": [[[1.5], 0.0]]}'])
+def test_a_normalization_file_of_the_wrong_shape_is_refused_naming_it(tmp_path, text):
+    """Valid JSON whose scale is 0 or negative would turn every score into inf or flip its sign."""
+    path = tmp_path / NORMALIZATION_FILE
+    path.write_text(text)
+    with pytest.raises(ScoreNormalizationError, match="cannot read score normalization") as info:
+        ScoreNormalization.load(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

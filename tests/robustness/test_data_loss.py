@@ -76,7 +76,7 @@ def test_rlhf_never_overwrites_a_run_of_the_same_name(tmp_path, capsys):
 
     policy_dir, rm_dir, prompts = _tiny_models(tmp_path)
     args = ["rlhf", "--policy", str(policy_dir), "--reward-model", str(rm_dir), "--prompts", str(prompts),
-            "--iterations", "1", "--num-envs", "2", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"),
+            "--iterations", "1", "--num-envs", "2", "--num-minibatches", "1", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"),
             "--run-name", "r", "--torch-threads", "1"]
     assert main(args) == 0
     saved = tmp_path / "runs" / "r" / "policy.safetensors"

@@ -19,8 +19,8 @@ def models(tmp_path):
 
 def rlhf_args(policy, rm, prompts, tmp_path, *extra):
     return ["rlhf", "--policy", str(policy), "--reward-model", str(rm), "--prompts", str(prompts), "--iterations", "1",
-            "--num-envs", "2", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"), "--torch-threads", "1",
-            "--no-save-model", *extra]
+            "--num-envs", "2", "--num-minibatches", "1", "--max-new-tokens", "2", "--logdir", str(tmp_path / "runs"),
+            "--torch-threads", "1", "--no-save-model", *extra]
 
 
 def one_error(capsys, code):
@@ -129,7 +129,7 @@ def test_an_rlhf_run_resumes_from_another_directory_and_after_its_model_moved(mo
     policy, rm, prompts = models
     monkeypatch.chdir(tmp_path)
     args = ["rlhf", "--policy", "policy", "--reward-model", "rm", "--prompts", "prompts.txt", "--iterations", "1",
-            "--num-envs", "2", "--max-new-tokens", "2", "--logdir", "runs", "--run-name", "r",
+            "--num-envs", "2", "--num-minibatches", "1", "--max-new-tokens", "2", "--logdir", "runs", "--run-name", "r",
             "--torch-threads", "1", "--checkpoint-every", "1", "--no-save-model"]
     assert main(args) == 0
     stored = json.loads((tmp_path / "runs" / "r" / "config.json").read_text())
@@ -195,3 +195,84 @@ def test_eval_of_an_rlhf_run_or_a_folder_of_runs_says_what_it_is(models, tmp_pat
     capsys.readouterr()
     assert "is an RLHF run" in one_error(capsys, main(["eval", str(run)]))
     assert "holds 1 run(s)" in one_error(capsys, main(["eval", str(tmp_path / "runs")]))
+
+
+def test_an_rlhf_run_prints_no_transformers_deprecation_warnings(models, tmp_path):
+    """The KV cache goes back to the model under the keyword this transformers version takes (the
+    renamed ``cache`` printed a FutureWarning and a deprecation line in every run); four responses
+    to two prompts also take the shared-prompt path of the training forward."""
+    from tests.robustness.helpers import run_cli
+
+    policy, rm, prompts = models
+    args = [a for a in rlhf_args(policy, rm, prompts, tmp_path, "--no-progress")]
+    args[args.index("--num-envs") + 1] = "4"
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "FutureWarning" not in proc.stderr and "deprecated" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("extra", [["--lora-r", "2"], ["--gradient-checkpointing"]], ids=["lora", "checkpointing"])
+def test_lora_and_gradient_checkpointing_runs_meet_no_future_warning(models, tmp_path, extra):
+    """rlkit calls transformers by the names it does not deprecate (and keeps peft's read of a
+    deprecated one quiet): a FutureWarning turned into an error here stops nothing."""
+    import warnings
+
+    policy, rm, prompts = models
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        assert main(rlhf_args(policy, rm, prompts, tmp_path, *extra)) == 0
+
+
+@pytest.mark.parametrize("args", [["--group-form", "rloo"], ["--group-size", "1"], ["--group-size=1", "--group-form", "rloo"],
+                                  ["--group-form", "grpo"], ["--group-size", "1", "--group-form", "grpo"]])
+def test_a_group_option_that_would_not_take_effect_is_refused(models, tmp_path, capsys, args):
+    """``--group-form rloo`` (the default form) or ``--group-size 1`` alone left the variant off: the
+    run was plain PPO with a value head. Every group flag named takes effect or is refused."""
+    policy, rm, prompts = models
+    line = one_error(capsys, main(rlhf_args(policy, rm, prompts, tmp_path, *args)))
+    assert "group" in line and ("stays off" in line or "group_size >= 2" in line), line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("args,hint", [(["--outer-lr", "1.0"], "--outer"), (["--hp3o-buffer-size", "20"], "--hp3o")])
+def test_a_gym_variant_option_named_at_its_default_alone_is_refused(tmp_path, capsys, args, hint):
+    line = one_error(capsys, main(["train", *args, "--logdir", str(tmp_path / "runs")]))
+    assert "stays off" in line and f"turn it on ({hint})" in line
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("args", [["--num-envs", "8", "--num-minibatches", "8", "--max-new-tokens", "4"],
+                                  ["--num-envs", "8", "--num-minibatches", "8", "--group-size", "4", "--group-form", "grpo"],
+                                  ["--num-envs", "2", "--num-minibatches", "2", "--group-size", "2"],
+                                  ["--hp3o", "--hp3o-trajectories", "2", "--num-minibatches", "2"]])
+def test_minibatches_of_one_response_are_refused_before_anything_is_written(models, tmp_path, capsys, args):
+    """A response may end after its first token: a minibatch of one response could hold one token,
+    whose advantage has no standard deviation to be normalized by (the run died mid-way, leaving its folder)."""
+    policy, rm, prompts = models
+    line = one_error(capsys, main([*rlhf_args(policy, rm, prompts, tmp_path), *args]))
+    assert "minibatches of one response" in line and "--no-norm-adv" in line, line
+    assert not (tmp_path / "runs").exists()
+
+
+def test_outputs_that_cannot_be_written_are_one_line(models, tmp_path, capsys):
+    """A reward model's output folder is checked before training; an RLHF run's final policy file
+    that cannot be replaced is one line naming it (root's immutable flag: permissions do not stop root)."""
+    from tests.robustness.test_run_lock import unwritable
+
+    policy, rm, prompts = models
+    prefs = tmp_path / "prefs.jsonl"
+    prefs.write_text('{"prompt": "the movie was", "chosen": "good", "rejected": "bad"}\n' * 4)
+    parent = tmp_path / "models"
+    parent.mkdir()
+    with unwritable(parent):
+        code = main(["rm", "train", "--backbone", str(policy), "--data", str(prefs), "--output", str(parent / "rm")])
+    assert f"cannot write in {parent}" in one_error(capsys, code)
+    if os.geteuid() != 0:
+        return
+    args = [a for a in rlhf_args(policy, rm, prompts, tmp_path, "--run-name", "r", "--checkpoint-every", "1")
+            if a != "--no-save-model"]
+    assert main(args) == 0
+    final = tmp_path / "runs" / "r" / "policy.safetensors"
+    with unwritable(final):
+        line = one_error(capsys, main(["rlhf", "--resume", str(tmp_path / "runs" / "r"), "--iterations", "2"]))
+    assert line.startswith(f"rlkit: error: could not write {final}"), line

@@ -63,7 +63,7 @@ def commands(tmp_path):
     return {
         "train": (["train", *SMALL, "--logdir", str(tmp_path / "train"), "--run-name", "r"], "step"),
         "rlhf": (["rlhf", "--policy", str(policy), "--reward-model", str(rm), "--prompts", str(prompts),
-                  "--iterations", "3", "--num-envs", "2", "--max-new-tokens", "2", "--torch-threads", "1",
+                  "--iterations", "3", "--num-envs", "2", "--num-minibatches", "1", "--max-new-tokens", "2", "--torch-threads", "1",
                   "--no-save-model", "--logdir", str(tmp_path / "rlhf")], "it"),
         "rm train": (["rm", "train", "--backbone", str(policy), "--data", str(prefs), "--torch-threads", "1",
                       "--output", str(tmp_path / "rm_out")], "batch"),

@@ -1,14 +1,18 @@
 """One process per run directory: a second ``--resume`` of a run in training is refused in one line,
 and a run directory this process cannot write is one line too."""
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
+from rlkit.cli import main
 from rlkit.io.checkpoint import resolve_checkpoint
 
 from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, run_cli
@@ -155,3 +159,96 @@ def test_a_forked_child_does_not_hold_its_parents_lock(tmp_path):
 def _sleep_after(ready):
     ready.set()
     time.sleep(60)
+
+
+@contextlib.contextmanager
+def unwritable(*folders):
+    """``folders`` made unwritable whatever the user: ``chattr +i`` as root (permissions do not stop
+    root; the test is skipped where the filesystem has no immutable flag), a read-only mode otherwise."""
+    changed = []
+    try:
+        for folder in folders:
+            if os.geteuid() == 0:
+                if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)],
+                                                                    capture_output=True).returncode:
+                    pytest.skip("no chattr +i on this filesystem")
+            else:
+                os.chmod(folder, 0o555)
+            changed.append(folder)
+        yield
+    finally:
+        for folder in changed:
+            if os.geteuid() == 0:
+                subprocess.run(["chattr", "-i", str(folder)], check=True)
+            else:
+                os.chmod(folder, 0o755)
+
+
+def _files(*folders):
+    """Every file's bytes under ``folders`` but the lock files (which a refused resume may reopen)."""
+    return {p: p.read_bytes() for folder in folders for p in sorted(Path(folder).rglob("*"))
+            if p.is_file() and p.name != ".rlkit-run.lock"}
+
+
+def test_a_resume_into_an_immutable_run_directory_or_checkpoints_folder_is_one_line(tmp_path, capsys):
+    """The lock file still opened (it exists), so the event writer's PermissionError was the first
+    to notice, as a traceback."""
+    tiny = [*SMALL, "--total-steps", "256", "--checkpoint-every", "128", "--no-progress"]
+    assert main(["train", *tiny, "--logdir", str(tmp_path), "--run-name", "r"]) == 0
+    run = tmp_path / "r"
+    before = _files(run)
+    for folder in (run, run / "checkpoints"):
+        capsys.readouterr()
+        with unwritable(folder):
+            assert main(["train", "--resume", str(run), "--total-steps", "512"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"rlkit: error: cannot write in {folder}" in err, err
+        assert _files(run) == before
+
+
+def test_a_population_resume_with_one_immutable_member_is_one_line_and_changes_no_member(tmp_path, capsys):
+    tiny = [*SMALL, "--total-steps", "256", "--checkpoint-every", "128", "--no-progress"]
+    assert main(["train", "--seeds", "1", "2", "3", *tiny, "--logdir", str(tmp_path), "--run-name", "p"]) == 0
+    members = [tmp_path / f"p__s{s}" for s in (1, 2, 3)]
+    before = _files(*members)
+    capsys.readouterr()
+    with unwritable(members[1]):
+        assert main(["train", "--resume", *map(str, members), "--total-steps", "512"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write in {members[1]}" in err, err
+    assert _files(*members) == before
+
+
+@pytest.mark.parametrize("where", ["sweep", "status"])
+def test_a_sweep_into_a_directory_it_cannot_write_is_one_line(tmp_path, capsys, where):
+    from rlkit.ablation.results import claim_sweep_dir
+    from rlkit.ablation.spec import load_spec
+    from rlkit.ablation.sweep import sweep_lock
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('name = "t"\nenvs = ["rlkit-test/IdentityDiscrete-v0"]\nseeds = 1\ntotal_steps = 256\n'
+                    'num_envs = 2\nnum_steps = 64\nnum_minibatches = 2\neval_episodes = 1\n[variants]\nppo = {}\n')
+    out = tmp_path / "out"
+    with sweep_lock(out):  # a sweep directory as a sweep leaves it: its lock file is there
+        claim_sweep_dir(out, load_spec(str(spec)), None)
+    before = _files(out)
+    folder = out if where == "sweep" else out / "status"
+    with unwritable(folder):
+        assert main(["sweep", str(spec), "--out", str(out), "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write in {folder}" in err, err
+    assert _files(out) == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only file in a writable folder is still replaced by a rename")
+def test_an_immutable_result_file_is_one_line_when_the_run_writes_it(tmp_path, capsys):
+    tiny = [*SMALL, "--total-steps", "256", "--checkpoint-every", "128", "--no-progress"]
+    assert main(["train", *tiny, "--logdir", str(tmp_path), "--run-name", "r"]) == 0
+    result = tmp_path / "r" / "result.json"
+    before = result.read_bytes()
+    capsys.readouterr()
+    with unwritable(result):
+        assert main(["train", "--resume", str(tmp_path / "r"), "--total-steps", "384"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"rlkit: error: could not write {result}: Operation not permitted", err
+    assert "Traceback" not in err and result.read_bytes() == before

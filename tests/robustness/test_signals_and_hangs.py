@@ -264,3 +264,63 @@ def test_a_signal_during_the_final_evaluation_stops_it_and_a_resume_evaluates(tm
     assert not (run / "result.json").exists()
     out = last_json(run_cli("train", "--resume", str(run), "--eval-max-steps", "50"))
     assert out["total_steps"] == 256 and out["eval_return_mean"] is not None
+
+
+def _stuck_then_signal(tmp_path, *args):
+    """``rlkit train ARGS`` on an env whose seed-200 instance sleeps in its step from its 151st
+    step on; one SIGTERM once it is stuck (its marker file appears). Returns (exit code, stderr)."""
+    import os
+
+    from rlkit.core.stops import STOP_GRACE_SECONDS
+
+    marker = tmp_path / "stuck"
+    argv = ["train", "--env", "rlkit-test/HangsForSeed200-v0", "--num-envs", "2", "--num-steps", "64",
+            "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "1000000", "--checkpoint-every", "128",
+            "--eval-episodes", "1", "--logdir", str(tmp_path / "runs"), "--no-progress", *args]
+    proc = subprocess.Popen(cli_command(*argv), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    deadline = time.time() + 120
+    while not marker.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), proc.communicate(timeout=30)[1][-2000:]
+    proc.send_signal(signal.SIGTERM)  # one signal
+    try:
+        _, err = proc.communicate(timeout=STOP_GRACE_SECONDS + 60)  # a bound on a hang, not a timing
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("still running long after one SIGTERM (an env stuck in its step)")
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, (proc.returncode, err[-2000:])
+    return err
+
+
+@pytest.mark.parametrize("async_envs, stopped", [(["--async-envs"], ["p__s100", "p__s200"]), ([], ["p__s200"])],
+                         ids=["env-worker", "in-process"])
+def test_one_signal_stops_a_population_whose_env_is_stuck_in_its_step(tmp_path, async_envs, stopped):
+    """The members it can are checkpointed after the update in flight; those whose envs were given
+    up (with --async-envs: every member stepping in the stuck worker) keep their newest checkpoint."""
+    err = _stuck_then_signal(tmp_path, "--seeds", "1", "100", "200", "--run-name", "p", *async_envs)
+    lines = err.strip().splitlines()
+    given_up = [line for line in lines if line.startswith("rlkit: error: population member")]
+    assert [line.split()[4].rsplit("/", 1)[-1] for line in given_up] == stopped, err
+    assert all("did not return from a step within" in line for line in given_up), err
+    live = [d for d in ("p__s1", "p__s100", "p__s200") if d not in stopped]
+    assert "checkpoint update-0000003 written" in lines[-1] and lines[-1].endswith(
+        " ".join(str(tmp_path / "runs" / d) for d in live)), lines[-1]
+    for d in live:
+        assert json.loads((tmp_path / "runs" / d / "checkpoints" / "latest.json").read_text())["checkpoint"] == \
+            "update-0000003"
+
+
+def test_one_signal_stops_a_run_whose_env_is_stuck_in_its_step(tmp_path):
+    err = _stuck_then_signal(tmp_path, "--seed", "200", "--run-name", "r")
+    lines = err.strip().splitlines()
+    assert "did not return from a step within" in lines[-2] and "stopping at once" in lines[-2], err
+    assert "stopped at once; its newest checkpoint update-0000002 stands" in lines[-1], err
+
+
+def test_one_signal_stops_a_run_whose_env_never_closes(tmp_path):
+    """After the stop's checkpoint the envs are closed; a close() that never returns is left after
+    the grace period with a warning, and the stop is reported as usual."""
+    code, err, run_dir = _start_and_signal(tmp_path, signal.SIGTERM, "--env", "rlkit-test/CloseHangs-v0")
+    assert code == 128 + signal.SIGTERM and "Traceback" not in err, err[-1500:]
+    assert "did not close within" in err and "checkpoint update-" in err.strip().splitlines()[-1], err[-1500:]

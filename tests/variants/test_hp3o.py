@@ -455,3 +455,16 @@ def test_td_form_with_nothing_replaced_is_hp3o_bit_for_bit():
                                       plus_threshold=0.0, plus_form="td")
     assert frac == 0.0
     assert all(torch.equal(a, b) for a, b in zip(plain.pooled, plus.pooled))
+
+
+def test_paper_sampling_of_one_step_episodes_trains_on_minibatches_of_one(logdir):
+    """k one-step trajectories give k transitions for 10 minibatches: minibatches of one transition,
+    whose whitened advantage is 0 (the update's loss was NaN and the run stopped)."""
+    import gymnasium as gym
+
+    if "rlkit-test/OneStep-v0" not in gym.registry:
+        gym.register("rlkit-test/OneStep-v0", entry_point="tests.toy_envs:IdentityDiscrete", kwargs={"length": 1})
+    cfg = rlkit.preset("cartpole", "hp3o", hp3o_sampling="paper", env="rlkit-test/OneStep-v0", total_steps=256,
+                       num_envs=2, num_steps=64, eval_episodes=1, logdir=logdir, progress=False)
+    result = rlkit.train(cfg)
+    assert result.total_steps == 256 and np.isfinite(result.eval_return_mean)

@@ -1,0 +1,91 @@
+"""What the command line's flags must mean before a run starts: each flag named takes effect or is
+refused in one line (a list flag given twice, a variant switched off while its options stay set,
+a variant option named while its variant stays off), and a resume's changes are the flags given."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from rlkit.core.config import flat_field_names, leaf_hint
+from rlkit.errors import ConfigError
+
+
+def flags_given(argv: list[str], cls: type) -> set[str]:
+    """Config fields named on the command line (``--no-x`` names ``x``)."""
+    names = flat_field_names(cls)
+    given = set()
+    for token in argv:
+        if token.startswith("--"):
+            name = token[2:].split("=", 1)[0].replace("-", "_")
+            name = name[3:] if name.startswith("no_") and name[3:] in names else name
+            if name in names:
+                given.add(name)
+    return given
+
+
+def refuse_repeated_lists(argv: list[str], cls: type) -> None:
+    """A list flag (``--hidden-sizes 64 64``) given twice would keep only its last values: refused
+    in one line (``--seeds``, ``--resume`` and ``--preset`` extend instead)."""
+    names = flat_field_names(cls)
+    for name in sorted(n for n in names if _is_list(leaf_hint(cls, n))):
+        flag = "--" + name.replace("_", "-")
+        if sum(t == flag or t.startswith(flag + "=") for t in argv) > 1:
+            raise ConfigError(f"{flag} is given more than once and would keep only its last values; give all of "
+                              f"them after one {flag}")
+
+
+def _is_list(hint: Any) -> bool:
+    """Whether a field's annotation is a list of values (``tuple[X, ...]``, optionally None)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_is_list(h) for h in typing.get_args(hint))
+    return typing.get_origin(hint) in (tuple, list)
+
+
+def refuse_switched_off(cfg: Any, argv: list[str]) -> None:
+    """``--no-hp3o --hp3o-plus`` (or ``--no-X`` after a preset that sets X's options): any option of
+    a variant turns it on, so a variant switched off by name while its options stay set is refused
+    in one line rather than silently left on."""
+    from rlkit.variants.registry import registered
+
+    off = {t[5:].replace("-", "_") for t in argv if t.startswith("--no-")}
+    for name in sorted(off & set(registered())):
+        options = getattr(cfg.variants, name, None)
+        if options is None or not options.enabled:
+            continue
+        fields = options.__dataclass_fields__
+        still = [f for f in fields if f != name and getattr(options, f) != fields[f].default]
+        raise ConfigError(f"--no-{name.replace('_', '-')} is refused: {', '.join(still) or name} still turn(s) "
+                          f"{name} on (any of its options does); drop them or the --no- flag")
+
+
+def refuse_options_left_off(cfg: Any, argv: list[str]) -> None:
+    """A variant option named on the command line takes effect or is refused: one at its default
+    while its variant stays off (``--group-form rloo`` or ``--group-size 1`` alone: every group
+    option at its default) would run plain PPO without a word. ``--no-`` flags ask for an option's
+    absence, which an off variant honours; a resumed run checks its flags against its own config."""
+    from rlkit.variants.registry import registered
+
+    if cfg.resume:
+        return
+    given = flags_given([t for t in argv if not t.startswith("--no-")], type(cfg))
+    off = {t[5:].replace("-", "_") for t in argv if t.startswith("--no-")}
+    for name in sorted(set(registered()) - off):
+        options = getattr(cfg.variants, name, None)
+        if options is None or options.enabled:
+            continue
+        named = [f for f in options.__dataclass_fields__ if f in given]
+        if named:
+            flags = ", ".join(f"--{f.replace('_', '-')} {getattr(options, f)}" for f in named)
+            turn_on = getattr(options, "turn_on", None) or (f"--{name.replace('_', '-')}" if name in
+                                                             options.__dataclass_fields__ else
+                                                             "an option away from its default")
+            raise ConfigError(f"{flags}: the {name} variant stays off (its options are all at their defaults), so "
+                              f"this would run plain PPO; turn it on ({turn_on}) or drop the flag")
+
+
+def resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
+    """On ``--resume``, the other fields the command line sets (the trainer refuses those a
+    resumed run may not change, naming them)."""
+    return {name: getattr(cfg, name) for name in flags_given(argv, type(cfg)) - {"resume"}}
