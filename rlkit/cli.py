@@ -300,11 +300,13 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
     parser.add_argument("--metric", default="final", choices=["final", "auc"])
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"])
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
+    parser.add_argument("--reps", type=int, default=None,
+                        help="bootstrap resamples of every interval and band (default: 20,000)")
     args = parser.parse_args(argv)
     from rlkit.ablation.report import write_report
 
-    print(json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, args.reps)))
+    reps = {"reps": args.reps} if args.reps is not None else {}
+    print(json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, **reps)))
     return 0
 
 

@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from rlkit.ablation.stats import iqm_curve, seeded_global_numpy  # noqa: E402
+from rlkit.ablation.bootstrap import seeded_global_numpy  # noqa: E402
+from rlkit.ablation.stats import iqm_curve  # noqa: E402
 
 
 def colours(variants: list[str]) -> dict[str, object]:

@@ -78,7 +78,7 @@ def _load(sweep: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
 
 
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
-                 reps: int = 2000) -> dict[str, Any]:
+                 reps: int = stats.REPS) -> dict[str, Any]:
     """Write the report; returns the paths written and the run counts."""
     if isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0:
         raise ConfigError(f"--reps must be a positive number of bootstrap resamples, got {reps!r}")
