@@ -128,6 +128,7 @@ def _train(argv: list[str]) -> int:
         cfg = _tyro_cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
                        config=TYRO_CONFIG)
     _refuse_switched_off(cfg, rest)
+    cfg = cfg if known.resume else cfg.showing(_flags_given(rest, TrainConfig))  # a resumed run keeps its hparams
     if many:
         return _train_population(cfg, known, rest)
     from rlkit.gym.trainer import PPOTrainer
