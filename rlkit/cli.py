@@ -301,8 +301,7 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
     parser.add_argument("--metric", default="final", choices=["final", "auc"])
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"])
-    parser.add_argument("--reps", type=int, default=None,
-                        help="bootstrap resamples of every interval and band (default: 20,000)")
+    parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
                         "figures and tables (each with the full report's statistics)")
     parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: SWEEP_DIR/report)")
