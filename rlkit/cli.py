@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import tyro
 
-from rlkit.cli_flags import (refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
+from rlkit.cli_flags import (flags_given, refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
                              resume_changes)
 from rlkit.core.config import deferred_validation
 from rlkit.core.stops import StopRequest, stop_on_signals
@@ -33,7 +33,7 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit rlhf tiny-models DIR   (a tiny random policy and reward model, to try the RLHF commands)
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
-       rlkit report SWEEP_DIR [--baseline VARIANT] [--metric final|auc] [--normalize none|minmax]
+       rlkit report SWEEP_DIR [--baseline VARIANT] [--variants A,B,...] [--metric final|auc] [--out DIR]
        rlkit records keep SWEEP_DIR RECORDS_DIR | rlkit records restore RECORDS_DIR SWEEP_DIR"""
 
 
@@ -96,6 +96,7 @@ def _train(argv: list[str]) -> int:
                        config=TYRO_CONFIG)
     refuse_switched_off(cfg, rest)
     refuse_options_left_off(cfg, rest)
+    cfg = cfg if known.resume else cfg.showing(flags_given(rest, TrainConfig))  # a resumed run keeps its hparams
     if many:
         return _train_population(cfg, known, rest)
     from rlkit.gym.trainer import PPOTrainer
@@ -271,11 +272,16 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
     parser.add_argument("--metric", default="final", choices=["final", "auc"])
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"])
-    parser.add_argument("--reps", type=int, default=2000, help="bootstrap resamples")
+    parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")
+    parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
+                        "figures and tables (each with the full report's statistics)")
+    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: SWEEP_DIR/report)")
     args = parser.parse_args(argv)
-    from rlkit.ablation.report import write_report
+    from rlkit.ablation.report import split_variants, write_report
 
-    print(json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, args.reps)))
+    chosen, reps = args.variants and split_variants(args.variants), {"reps": args.reps} if args.reps is not None else {}
+    print(json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, variants=chosen,
+                                  out_dir=args.out, **reps)))
     return 0
 
 

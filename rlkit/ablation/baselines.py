@@ -162,6 +162,7 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
     # tells TensorBoard to drop the earlier attempt's events (the file itself stays on disk).
     restarted = any(run_dir.glob("events.out.tfevents.*"))
     logger = Logger(str(run_dir), purge_step=0 if restarted else None)
+    logger.hparams({"variant": kind, **{k: cfg[k] for k in cfg.get("hparams", ()) if k in cfg}})  # the sweep's fields
     model.set_logger(sb3_logger(logger))
     history: list[tuple[int, float, float]] = []
     seconds: list[float] = []

@@ -113,7 +113,7 @@ def train_pack(runs: list[RunSpec], runs_dir: Path) -> dict[str, PackMember]:
     populations = [resume_population(dirs) for dirs in started.values()]
     if new:
         cfg = TrainConfig.from_dict({**new[0].config, "logdir": str(runs_dir), "run_name": None, "resume": None,
-                                     "progress": False, "torch_threads": 1})
+                                     "progress": False, "torch_threads": 1, "hparams": list(new[0].hparams)})
         populations.append(train_population(cfg, [r.seed for r in new], [r.name for r in new]))
     out = {}
     for outcomes in populations:

@@ -5,15 +5,16 @@ finished, with the missing and failed runs listed."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from rlkit.ablation import figures, rank_tests, stats
+from rlkit.ablation import curves, figures, rank_tests, stats
 from rlkit.ablation.results import read_manifest, write_tables
-from rlkit.ablation.spec import expand
+from rlkit.ablation.spec import BASELINES, expand
 from rlkit.errors import ConfigError
 from rlkit.io.files import check_writable, write_atomic, write_json
 
@@ -80,60 +81,126 @@ def _load(sweep: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
 
 
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
-                 reps: int = 2000) -> dict[str, Any]:
-    """Write the report; returns the paths written and the run counts."""
+                 reps: int = stats.REPS, variants: Sequence[str] | None = None, out_dir: str | None = None
+                 ) -> dict[str, Any]:
+    """Write the report (to ``out_dir``, default ``SWEEP_DIR/report``); returns the paths written and
+    the run counts. ``variants``: show the baseline and these only, in the figures and tables, each
+    with the statistics of the full report (the aggregate's are computed over every variant)."""
     if isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0:
         raise ConfigError(f"--reps must be a positive number of bootstrap resamples, got {reps!r}")
     sweep = Path(sweep_dir)
-    if (sweep / "report").exists() and not (sweep / "report").is_dir():
-        raise ConfigError(f"{sweep / 'report'} is a file; move it aside to write the report there")
+    out = Path(out_dir) if out_dir is not None else sweep / "report"
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{out} is a file; move it aside to write the report there")
     spec, runs, results = _load(sweep)
-    variants = [v for v in spec.variants if v in set(results["variant"])]
+    present = [v for v in spec.variants if v in set(results["variant"])]
     baseline = baseline or spec.baseline
-    if baseline not in variants:
-        raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(variants)}")
+    if baseline not in present:
+        raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(present)}")
+    shown = chosen(variants, spec.variants, present, baseline)
     scores = stats.final_scores(results) if metric == "final" else stats.auc_scores(results)
     broken = scores[~np.isfinite(scores["score"].to_numpy(dtype=float))]
     scores = scores.drop(broken.index)
     if scores.empty:
         raise ConfigError(f"{sweep}: every finished run's score is NaN or inf; nothing to report")
-    out = sweep / "report"
     try:
-        out.mkdir(exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(f"cannot write in {sweep}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot write in {out.parent}: {exc.strerror or exc}") from None
     check_writable(out)  # before the figures: matplotlib's own error would be a traceback
-    colour = figures.colours(spec.variants)
-    per_env = stats.per_env_table(scores, reps)
-    summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "per_env": per_env.to_dict("records"),
+    look = figures.looks(spec.variants, baseline, [v for v in spec.variants if v in BASELINES])
+    mine = scores[scores.variant.isin(shown)]
+    if variants is not None:  # the runs of the variants shown (else every run, also of variants that have none done)
+        runs, broken = runs[runs.variant.isin(shown)], broken[broken.variant.isin(shown)]
+    summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "variants": shown,
+                               "per_env": _ordered(stats.per_env_table(mine, reps), shown).to_dict("records"),
                                "runs": runs["status"].value_counts().to_dict(), "cost": _cost(runs),
                                "non_finite": broken[["variant", "env", "seed"]].to_dict("records"),
-                               "intervals": rank_tests.reliability(scores),
+                               "intervals": rank_tests.reliability(mine),
                                "rank_tests": {"method": RANK_METHOD,
-                                              **rank_tests.against_baseline(scores, variants, baseline)}}
-    figures.per_env(per_env, colour, out / "per_env.png")
-    figures.curves(results, "step", colour, out / "curves_steps.png")
-    figures.curves(results, "wall_s", colour, out / "curves_wallclock.png")
-    pngs = ["per_env.png", "curves_steps.png", "curves_wallclock.png"]
+                                              **rank_tests.against_baseline(mine, shown, baseline)}}
+    if len(shown) < len(present):
+        summary["variants_of_sweep"] = present
+    pngs = _curve_figures(results, shown, baseline, look, reps, out)
+    pngs.insert(0, "per_env.png")
+    figures.per_env(pd.DataFrame(summary["per_env"]), look, out / "per_env.png")
     if normalize == "minmax":
-        refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers())
-        usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
-        matrices, envs = stats.score_matrices(stats.normalize(usable, refs), variants)
-        if not envs:
-            summary["references"] = refs
-            summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"
-            return _finish(out, spec, runs, summary, pngs)
-        summary.update(references=refs, envs_aggregated=envs, seeds_aggregated={v: len(m) for v, m in matrices.items()},
-                       aggregate=stats.interval_estimates(matrices, reps),
-                       improvement=stats.improvement(matrices, baseline, reps))
-        summary["intervals"] = rank_tests.reliability(scores, summary["seeds_aggregated"])
-        figures.aggregates(summary["aggregate"], colour, out / "aggregate.png")
-        figures.profiles(matrices, colour, out / "profiles.png", reps=min(reps, 1000))
-        pngs += ["aggregate.png", "profiles.png"]
-        if summary["improvement"]:
-            figures.improvement(summary["improvement"], baseline, colour, out / "improvement.png")
-            pngs.append("improvement.png")
+        pngs += _across_envs(spec, scores, present, shown, baseline, reps, summary, look, out)
     return _finish(out, spec, runs, summary, pngs)
+
+
+def chosen(names: Sequence[str] | None, known: Sequence[str], present: Sequence[str], baseline: str) -> list[str]:
+    """The variants a report shows: the baseline and ``names`` (all with finished runs when
+    None), in the spec's order with the baseline first. A name the spec does not hold, or one
+    without finished runs, is a one-line :class:`ConfigError` listing the choices."""
+    if names is None:
+        return [baseline] + [v for v in present if v != baseline]
+    if not names or any(not n.strip() for n in names):
+        raise ConfigError(f"--variants must name variants separated by commas, got {','.join(names)!r}")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"--variants: unknown variant(s) {', '.join(unknown)}; the sweep's variants: "
+                          f"{', '.join(known)}")
+    idle = [n for n in names if n not in present]
+    if idle:
+        raise ConfigError(f"--variants: {', '.join(idle)} has no finished runs; variants with finished runs: "
+                          f"{', '.join(present)}")
+    return [baseline] + [v for v in present if v in set(names) and v != baseline]
+
+
+def split_variants(text: str) -> list[str]:
+    """``--variants a,b,c`` as names; a comma inside brackets is part of a grid variant's name
+    (``outer[outer_lr=1.5,outer_momentum=0.9]``)."""
+    return [name.strip() for name in re.split(r",(?![^\[]*\])", text)]
+
+
+def _ordered(table: pd.DataFrame, shown: list[str]) -> pd.DataFrame:
+    """Per-env rows in the env order of the table, the variants in ``shown``'s order."""
+    envs = {e: i for i, e in enumerate(dict.fromkeys(table["env"]))}
+    rank = {v: i for i, v in enumerate(shown)}
+    return table.sort_values(["env", "variant"], key=lambda c: c.map(envs if c.name == "env" else rank),
+                             kind="stable").reset_index(drop=True)
+
+
+def _curve_figures(results: pd.DataFrame, shown: list[str], baseline: str, look: dict[str, figures.Look], reps: int,
+                   out: Path) -> list[str]:
+    """The learning curves against env steps and training time, and each variant against the
+    baseline when there are many; the names of the files."""
+    steps = curves.compute(results, "step", shown, reps)
+    curves.overlay(steps, "step", shown, look, out / "curves_steps.png")
+    curves.overlay(curves.compute(results, "wall_s", shown, reps), "wall_s", shown, look, out / "curves_wallclock.png")
+    pngs = ["curves_steps.png", "curves_wallclock.png"]
+    if len(shown) - 1 > curves.MANY:
+        curves.against_baseline(steps, "step", baseline, shown, look, out / "curves_vs_baseline.png")
+        pngs.append("curves_vs_baseline.png")
+    return pngs
+
+
+def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: list[str], baseline: str, reps: int,
+               summary: dict[str, Any], look: dict[str, figures.Look], out: Path) -> list[str]:
+    """The aggregate across envs of normalized scores, computed over every variant with runs
+    (``present``) and shown for ``shown``: into ``summary``; its figures' names."""
+    refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers())
+    summary["references"] = refs
+    usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
+    matrices, envs = stats.score_matrices(stats.normalize(usable, refs), present)
+    if not envs:
+        summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"
+        return []
+    aggregate = stats.interval_estimates(matrices, reps)
+    gains = stats.improvement(matrices, baseline, reps)
+    seeds = {v: len(matrices[v]) for v in shown}
+    summary.update(envs_aggregated=envs, seeds_aggregated=seeds,
+                   aggregate={v: aggregate[v] for v in shown if v in aggregate},
+                   improvement={v: gains[v] for v in shown if v in gains})
+    summary["intervals"] = rank_tests.reliability(scores[scores.variant.isin(shown)], seeds)
+    figures.aggregates(summary["aggregate"], look, out / "aggregate.png")
+    figures.profiles(stats.profiles(matrices, reps), shown, look, out / "profiles.png")
+    pngs = ["aggregate.png", "profiles.png"]
+    if summary["improvement"]:
+        figures.improvement(summary["improvement"], baseline, look, out / "improvement.png")
+        pngs.append("improvement.png")
+    return pngs
 
 
 def _finish(out: Path, spec: Any, runs: pd.DataFrame, summary: dict[str, Any], pngs: list[str]) -> dict[str, Any]:
@@ -199,6 +266,12 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
     lines = [f"# Sweep report: {spec.name}", "",
              f"Metric: **{s['metric']}** return of each run ({'last evaluation' if s['metric'] == 'final' else 'mean over a common step grid'}); "
              f"baseline **{s['baseline']}**. Runs: " + ", ".join(f"{n} {k}" for k, n in s["runs"].items()) + ".", ""]
+    if "variants_of_sweep" in s:
+        lines += [f"Shown: the baseline and {', '.join(v for v in s['variants'] if v != s['baseline'])} "
+                  f"({len(s['variants'])} of the sweep's {len(s['variants_of_sweep'])} variants with finished runs, "
+                  "`--variants`). Every statistic is the full report's: the per-env intervals and rank tests are "
+                  "computed per variant, the aggregate across environments (its references, environments and "
+                  "intervals) over every variant.", ""]
     lines += _few_runs(s)
     missing = runs[runs.status != "done"]
     if len(missing):

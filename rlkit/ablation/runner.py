@@ -143,7 +143,7 @@ def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
     from rlkit.gym.trainer import resume, train
 
     cfg = {**run.config, "logdir": str(run_dir.parent), "run_name": run.name, "resume": None, "progress": False,
-           "torch_threads": 1}
+           "torch_threads": 1, "hparams": list(run.hparams)}
     if run.kind != "rlkit":
         from rlkit.ablation.baselines import train_baseline
 

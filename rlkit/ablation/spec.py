@@ -38,7 +38,7 @@ import json
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,9 @@ from rlkit.core.config import flat_field_names
 BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo")
 """Reference implementations a variant may name (optional extra ``baselines``)."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
-RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume"}))
-"""TrainConfig fields a spec may set (the sweep owns env, seed and where runs go)."""
+RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume",
+                                                                 "hparams"}))
+"""TrainConfig fields a spec may set (the sweep owns env, seed, where runs go and what their hparams show)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,10 @@ class RunSpec:
     """``rlkit`` or one of :data:`BASELINES`."""
     config: dict[str, Any]
     """The run's full TrainConfig record (flat), also used to set up a baseline identically."""
+    hparams: tuple[str, ...] = ()
+    """The config fields its TensorBoard hparams show after its variant: env, seed and those that
+    differ between the sweep's rlkit runs (:func:`differing_fields`). Not part of its config: a
+    sweep extended with more variants shows more for its new runs, and its earlier runs keep theirs."""
 
     @property
     def name(self) -> str:
@@ -217,11 +222,21 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
     runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid)]
     _refuse_shared_folders(runs, file)
     _refuse_mixed_env_kwargs(runs, file)
+    shown = ("env", "seed", *differing_fields(runs))
+    runs = [replace(run, hparams=shown) for run in runs]
     names = list(dict.fromkeys(r.variant for r in runs))
     baseline = data.get("baseline", names[0])
     if baseline not in names:
         raise _fail(file, "baseline", f"{baseline!r} is not a variant; choose from {', '.join(names)}")
     return SweepSpec(name, runs, names, envs, seeds, baseline, _reference(data.get("reference", {}), file), data)
+
+
+def differing_fields(runs: list[RunSpec]) -> tuple[str, ...]:
+    """The config fields whose values are not the same in every rlkit run of ``runs`` (env and
+    seed aside), in the config's order."""
+    configs = [run.config for run in runs if run.kind == "rlkit"]
+    keys = dict.fromkeys(k for config in configs for k in config if k not in ("env", "seed"))
+    return tuple(k for k in keys if len({json.dumps(c.get(k), sort_keys=True, default=str) for c in configs}) > 1)
 
 
 def _seeds(value: Any, file: str) -> list[int]:

@@ -1,45 +1,25 @@
 """The statistics of ``rlkit report``, after Agarwal et al. (2021, "Deep RL at the Edge of the
 Statistical Precipice"): interquartile mean (IQM), median, mean and optimality gap of normalized
 scores with 95% stratified-bootstrap confidence intervals, probability of improvement, and
-performance profiles — computed with ``rliable``. Learning curves take the IQM across runs at
-every point of a common grid with a vectorized percentile bootstrap (:func:`iqm_curve`, the same
-definition as rliable's IQM, tested against it).
+performance profiles — rliable's definitions and resamples, computed for all resamples at once
+(:mod:`rlkit.ablation.bootstrap`, tested equal to rliable's). Learning curves take the IQM across
+runs at every point of a common grid with a vectorized percentile bootstrap (:func:`iqm_curve`,
+the same definition as rliable's IQM, tested against it).
 """
 
 from __future__ import annotations
 
-import warnings
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy.stats import trim_mean
 
-# rliable passes a RandomState to arch's bootstrap, which warns that it will want a Generator one day.
-warnings.filterwarnings("ignore", message="random_state is deprecated", category=FutureWarning)
+from rlkit.ablation import bootstrap
 
-
-@contextmanager
-def seeded_global_numpy(seed: int) -> Iterator[None]:
-    """rliable's stratified bootstrap draws its resamples from NumPy's global RNG (its
-    ``random_state`` only reaches arch's own, unused, generator), so the report seeds that RNG for
-    the call and restores its state after: the same sweep always gives the same intervals."""
-    state = np.random.get_state()
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        np.random.set_state(state)
-
-
-def bootstrap_intervals(scores: dict, statistic: Any, reps: int, seed: int) -> tuple[dict, dict]:
-    """rliable's stratified-bootstrap ``(points, cis)`` of ``statistic`` over ``scores``
-    (``{name: [runs, tasks]}``, or pairs for probability of improvement), seeded."""
-    from rliable import library as rly
-
-    with seeded_global_numpy(seed):
-        return rly.get_interval_estimates(scores, statistic, reps=reps, random_state=np.random.RandomState(seed))
+REPS = 20_000
+"""Bootstrap resamples of every interval of the report unless told otherwise (``--reps``); an
+endpoint's resampling error shrinks as one over the square root of this."""
 
 
 def final_scores(results: pd.DataFrame) -> pd.DataFrame:
@@ -85,29 +65,43 @@ def score_matrices(scores: pd.DataFrame, variants: list[str]) -> tuple[dict[str,
 
 def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0) -> dict[str, dict[str, list]]:
     """``{variant: {metric: [point, low, high]}}`` for IQM, median, mean and optimality gap."""
-    from rliable import metrics
-
-    def aggregate(x: np.ndarray) -> np.ndarray:
-        return np.array([metrics.aggregate_iqm(x), metrics.aggregate_median(x), metrics.aggregate_mean(x),
-                         metrics.aggregate_optimality_gap(x)])
-
     usable = {k: v for k, v in matrices.items() if len(v)}
-    points, cis = bootstrap_intervals(usable, aggregate, reps, seed)
-    names = ("iqm", "median", "mean", "optimality_gap")
+    points, cis = bootstrap.intervals(usable, bootstrap.aggregates, reps, seed)
+    names = tuple(bootstrap.AGGREGATES)
     return {v: {n: [float(points[v][i]), float(cis[v][0, i]), float(cis[v][1, i])] for i, n in enumerate(names)}
             for v in usable}
 
 
 def improvement(matrices: dict[str, np.ndarray], baseline: str, reps: int, seed: int = 0) -> dict[str, list]:
     """``{variant: [P(variant > baseline), low, high]}`` with stratified-bootstrap CIs."""
-    from rliable import metrics
-
     pairs = {f"{v},{baseline}": (m, matrices[baseline]) for v, m in matrices.items()
              if v != baseline and len(m) and len(matrices[baseline])}
     if not pairs:
         return {}
-    points, cis = bootstrap_intervals(pairs, metrics.probability_of_improvement, reps, seed)
+    points, cis = bootstrap.intervals(pairs, bootstrap.improvement_probability, reps, seed)
     return {k.split(",")[0]: [float(np.ravel(points[k])[0]), *map(float, np.ravel(cis[k])[:2])] for k in pairs}
+
+
+class Profiles(NamedTuple):
+    """Performance profiles of normalized scores: per variant, the fraction of its runs scoring
+    above each threshold, with 95% stratified-bootstrap bands."""
+
+    taus: np.ndarray
+    """The thresholds ``[T]``."""
+    points: dict[str, np.ndarray]
+    """``{variant: [T]}``."""
+    bands: dict[str, np.ndarray]
+    """``{variant: [2, T]}`` (low, high)."""
+
+
+def profiles(matrices: dict[str, np.ndarray], reps: int, seed: int = 0) -> Profiles:
+    """The profiles of every variant with runs, at 81 thresholds from min(0, lowest score) to
+    max(1, highest score)."""
+    usable = {k: v for k, v in matrices.items() if len(v)}
+    top = max(1.0, max(float(v.max()) for v in usable.values()))
+    taus = np.linspace(min(0.0, min(float(v.min()) for v in usable.values())), top, 81)
+    points, bands = bootstrap.intervals(usable, bootstrap.profile(taus), reps, seed)
+    return Profiles(taus, points, bands)
 
 
 def iqm_curve(curves: np.ndarray, reps: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -118,19 +112,19 @@ def iqm_curve(curves: np.ndarray, reps: int = 1000, seed: int = 0) -> tuple[np.n
     if len(curves) < 2:
         return point, point.copy(), point.copy()
     idx = np.random.default_rng(seed).integers(0, len(curves), size=(reps, len(curves)))
-    boot = trim_mean(curves[idx], 0.25, axis=1)  # [reps, T]
+    runs = np.sort(curves[idx], axis=1)  # [reps, runs, T], each resample's runs in order at every point
+    cut = int(0.25 * len(curves))  # as scipy's trim_mean cuts
+    boot = runs[:, cut:len(curves) - cut].mean(axis=1)  # [reps, T]
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     return point, low, high
 
 
 def per_env_table(scores: pd.DataFrame, reps: int, seed: int = 0) -> pd.DataFrame:
     """Per env and variant: runs, mean, standard error, IQM and its 95% stratified-bootstrap CI."""
-    from rliable import metrics
-
     rows = []
     for (env, variant), group in scores.groupby(["env", "variant"], sort=False):
         x = group["score"].to_numpy(dtype=np.float64)[:, None]
-        point, ci = bootstrap_intervals({"v": x}, lambda s: np.array([metrics.aggregate_iqm(s)]), reps, seed)
+        point, ci = bootstrap.intervals({"v": x}, lambda s: bootstrap.iqm(s)[:, None], reps, seed)
         rows.append({"env": env, "variant": variant, "runs": len(x), "mean": float(x.mean()),
                      "se": float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("nan"),
                      "iqm": float(point["v"][0]), "iqm_low": float(ci["v"][0, 0]), "iqm_high": float(ci["v"][1, 0])})

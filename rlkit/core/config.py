@@ -17,7 +17,7 @@ import functools
 import math
 from dataclasses import dataclass
 import types
-from typing import Any, Iterator, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Iterator, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from rlkit.errors import ConfigError
 
@@ -325,10 +325,33 @@ def composed_from_dict(cls: type[C], data: dict[str, Any]) -> C:
     return composed_replace(base, {k: v for k, v in data.items() if names[k]})
 
 
+NOT_SHOWN = ("logdir", "run_name", "resume", "progress", "hparams")
+"""Fields a run's key settings leave out however they are set: where the run goes, its progress bar."""
+
+
 class ComposedConfig:
     """What every trainer config shares: composed sub-configs read, override and serialize as
-    flat fields, validation on construction, the run checks (run name, seed, device) and the
-    variant's short name. A config adds its own fields and ``validate_own``."""
+    flat fields, validation on construction, the run checks (run name, seed, device), the
+    variant's short name and the settings its TensorBoard hparams show. A config adds its own
+    fields, ``validate_own`` and ``KEY_HPARAMS``."""
+
+    KEY_HPARAMS: ClassVar[tuple[str, ...]] = ("seed",)
+    """The settings TensorBoard's HPARAMS tab shows for every run of this config, after its variant."""
+
+    def shown_hparams(self) -> tuple[str, ...]:
+        """The fields TensorBoard's HPARAMS tab shows for this run, after its variant's name: the
+        config's ``hparams`` where it has them and they are set (a sweep's: what differs within
+        it), else its key settings: :attr:`KEY_HPARAMS`, the options of the variants it turns on
+        and every other field set away from its default (:data:`NOT_SHOWN` aside)."""
+        named = tuple(getattr(self, "hparams", ()) or ())
+        if named:
+            return named
+        with deferred_validation():
+            default = type(self)().to_dict()
+        options = [f.name for v in self.variants.enabled()  # type: ignore[attr-defined]
+                   for f in dataclasses.fields(getattr(self.variants, v.name))]  # type: ignore[attr-defined]
+        changed = [k for k, value in self.to_dict().items() if k not in NOT_SHOWN and value != default.get(k)]
+        return tuple(dict.fromkeys([*self.KEY_HPARAMS, *options, *changed]))
 
     def __post_init__(self) -> None:
         if validation_enabled():

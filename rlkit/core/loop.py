@@ -185,17 +185,18 @@ def timestamp() -> str:
 
 
 def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any], variant: str,
-                metric_tags: list[str], lead: tuple[str, ...] = ()) -> Logger:
-    """The run's TensorBoard logger. A fresh run also writes its hparams (the variant's name, then
-    the ``lead`` fields, then the rest, so runs of a sweep compare by what differs) and, before
-    anything else, ``config.json`` (a run killed before its first checkpoint starts again from it);
-    a resumed one purges the events a killed run wrote after ``resumed_at``."""
+                hparams: tuple[str, ...]) -> Logger:
+    """The run's TensorBoard logger. A fresh run writes, before anything else, ``config.json`` (a
+    run killed before its first checkpoint starts again from it), then its whole config as a text
+    table and, as its hparams, the variant's name and the ``hparams`` fields of ``config`` (only
+    these: TensorBoard's HPARAMS tab then shows what tells runs apart); a resumed one purges the
+    events a killed run wrote after ``resumed_at`` and writes neither again."""
     if resumed_at is None:  # first: a run killed from here on starts again from its config.json
         write_json(run_dir / "config.json", dict(config))
     logger = Logger(str(run_dir), purge_step=resumed_at + 1 if resumed_at is not None else None)
     if resumed_at is None:
-        first = {k: config[k] for k in lead if k in config}
-        logger.hparams({"variant": variant, **first, **config}, metric_tags)
+        logger.config_table(config)
+        logger.hparams({"variant": variant, **{k: config[k] for k in hparams if k in config}})
     return logger
 
 
@@ -205,11 +206,10 @@ class RunSpec:
 
     run_dir: Path
     config: Mapping[str, Any]
-    """The flat config (hparams and ``config.json`` of a fresh run)."""
+    """The flat config (``config.json`` and the text table of a fresh run)."""
     variant: str
-    metric_tags: list[str]
-    lead: tuple[str, ...]
-    """Fields logged first among the hparams (the variants' options)."""
+    hparams: tuple[str, ...]
+    """The config fields its hparams show after the variant (see :func:`open_logger`)."""
     schedule: Schedule
     resumed: bool
     progress_bar: bool = False
@@ -221,8 +221,7 @@ def train_steps(steps: Steps, learner: Learner, progress: Progress, spec: RunSpe
     A signal during ``finish`` (the final evaluation) stops it at once: the run's last checkpoint
     stands, and resuming the run evaluates it again."""
     axis = progress.updates_done if spec.schedule.log_by_updates else progress.env_steps
-    logger = open_logger(spec.run_dir, axis if spec.resumed else None, spec.config, spec.variant, spec.metric_tags,
-                         spec.lead)
+    logger = open_logger(spec.run_dir, axis if spec.resumed else None, spec.config, spec.variant, spec.hparams)
     with stop_on_signals() as stop:
         try:
             run_updates(steps, learner, progress, logger, spec.schedule, spec.progress_bar)

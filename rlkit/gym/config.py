@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Iterable, Literal
 
-from rlkit.core.config import (ComposedConfig, PPOConfig, deferred_validation, flat_init, require_minibatches,
-                               require_positive_int, require_resume_path)
+from rlkit.core.config import (NOT_SHOWN, ComposedConfig, PPOConfig, deferred_validation, flat_field_names,
+                               flat_init, require_minibatches, require_positive_int, require_resume_path)
 from rlkit.core.loop import Schedule
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import check_backend
@@ -28,6 +28,8 @@ __all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "pres
 @dataclass(frozen=True)
 class TrainConfig(ComposedConfig):
     """PPO on a vectorized Gymnasium environment."""
+
+    KEY_HPARAMS: ClassVar[tuple[str, ...]] = ("env", "seed", "total_steps", "learning_rate", "num_envs", "num_steps")
 
     env: str = "CartPole-v1"
     """Gymnasium environment id."""
@@ -71,6 +73,11 @@ class TrainConfig(ComposedConfig):
     YYYYmmdd-HHMMSS; -2, -3, ... appended when that folder exists)."""
     resume: str | None = None
     """Run directory (or checkpoint directory) to continue from."""
+    hparams: tuple[str, ...] = ()
+    """Config fields TensorBoard's HPARAMS tab shows for the run, after its variant (the full config is
+    in its text table and config.json). Empty: its key settings: env, seed, total_steps, learning_rate,
+    num_envs, num_steps, its variant's options and every field set away from its default (rlkit train
+    adds the fields named on its command line). A sweep names env, seed and what differs within it."""
     checkpoint_every: int = 50_000
     """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
     eval_episodes: int = 10
@@ -92,6 +99,9 @@ class TrainConfig(ComposedConfig):
         for name in ("total_steps", "num_envs", "num_steps", "checkpoint_every", "torch_threads"):
             require_positive_int(self, name)
         require_resume_path(self)
+        unknown = [name for name in self.hparams if name not in flat_field_names(TrainConfig)]
+        if unknown:
+            raise ConfigError(f"hparams names no config field {', '.join(unknown)}")
         for name in ("eval_episodes", "eval_every", "eval_max_steps"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -106,6 +116,16 @@ class TrainConfig(ComposedConfig):
         check_backend(self.env_backend, self.async_envs, self.env_wrappers)
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+
+    def showing(self, names: Iterable[str]) -> TrainConfig:
+        """This config with ``names`` (the fields a command line set) among what its run's hparams
+        show, after its key settings; itself where they are shown already or ``hparams`` is set."""
+        shown, named = self.shown_hparams(), set(names) - set(NOT_SHOWN)
+        extra = tuple(n for n in flat_field_names(TrainConfig) if n in named and n not in shown)
+        if self.hparams or not extra:
+            return self
+        with deferred_validation():
+            return self.replace(hparams=(*shown, *extra))
 
     @property
     def env_options(self) -> dict[str, Any]:

@@ -143,7 +143,7 @@ class Population:
                 m.prior = m.prior_result()
             specs = [m.run_spec() for m in self.members]
             loggers = [open_logger(s.run_dir, m.progress.env_steps if s.resumed else None, s.config, s.variant,
-                                   s.metric_tags, s.lead) for m, s in zip(self.members, specs)]
+                                   s.hparams) for m, s in zip(self.members, specs)]
             try:
                 self._run(loggers, specs[0].schedule)
                 done = True

@@ -152,9 +152,10 @@ def _population(members: list[PPOTrainer], rng_states: list[torch.Tensor]) -> Po
 
 
 def _check_resumed(members: list[PPOTrainer]) -> None:
-    """Resumed members must be one population: the same settings but the seed, at the same update."""
+    """Resumed members must be one population: the same settings but the seed (and what their
+    hparams show: members of a sweep extended between their starts show more), at the same update."""
     def settings(m: PPOTrainer) -> dict[str, Any]:
-        return {k: v for k, v in m.cfg.to_dict().items() if k not in ("seed", "run_name", "resume")}
+        return {k: v for k, v in m.cfg.to_dict().items() if k not in ("seed", "run_name", "resume", "hparams")}
 
     first = settings(members[0])
     for m in members[1:]:

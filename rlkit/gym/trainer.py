@@ -39,7 +39,7 @@ from rlkit.gym.episodes import Episodes
 from rlkit.gym.policies import ActResult, NumpyActor
 from rlkit.io.checkpoint import discard_unused
 from rlkit.io.logger import Logger
-from rlkit.variants import build_learner, variant_fields
+from rlkit.variants import build_learner
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o_episodes import HybridBatches
 
@@ -316,8 +316,8 @@ class PPOTrainer:
         cfg = self.cfg
         schedule = Schedule(cfg.num_updates, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                             progress_total=cfg.num_updates * cfg.batch_size)
-        return RunSpec(self.run_dir, cfg.to_dict(), cfg.variant, ["eval/return_mean", "charts/episodic_return"],
-                       variant_fields(), schedule, self.resumed, cfg.progress)
+        return RunSpec(self.run_dir, cfg.to_dict(), cfg.variant, cfg.shown_hparams(), schedule, self.resumed,
+                       cfg.progress)
 
     def final_result(self) -> TrainResult:
         """After the last update: the result with the final evaluation (or a resumed finished run's own)."""

@@ -103,20 +103,32 @@ class Logger:
         summary = Summary(value=[Summary.Value(tag=tag, simple_value=float(value)) for tag, value in values.items()])
         self.writer.add_summary(summary, step)
 
-    def hparams(self, params: Mapping[str, object], metric_tags: list[str]) -> None:
-        """The run's hyperparameters as a markdown table and in the hparams plugin."""
-        flat = {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v, default=_plain))
-                for k, v in params.items()}
-        rows = "\n".join(f"|{k}|{v}|" for k, v in flat.items())
+    def config_table(self, config: Mapping[str, object]) -> None:
+        """The run's whole config as a markdown table (TensorBoard's TEXT tab, ``hyperparameters``)."""
+        rows = "\n".join(f"|{k}|{v}|" for k, v in _flat(config).items())
         self.writer.add_summary(text_summary("hyperparameters", f"|param|value|\n|-|-|\n{rows}"), 0)
-        for summary in hparams_summary(flat, {tag: 0.0 for tag in metric_tags}):
-            self.writer.add_summary(summary)
+
+    def hparams(self, params: Mapping[str, object]) -> None:
+        """``params`` in the HPARAMS tab: the session-start info alone, no experiment summary. With
+        no run carrying one, TensorBoard makes the table's columns from every run's session-start
+        info and puts the fields whose values differ between runs first (an experiment summary
+        would fix the columns as one run wrote them); its metric columns are the runs' scalars.
+        Flags read ``true``/``false`` (torch's summary would store them as 1 and 0)."""
+        shown = {k: str(v).lower() if isinstance(v, bool) else v for k, v in _flat(params).items()}
+        _, session_start, _ = hparams_summary(shown, {})
+        self.writer.add_summary(session_start)
 
     def flush(self) -> None:
         self.writer.flush()
 
     def close(self) -> None:
         self.writer.close()
+
+
+def _flat(params: Mapping[str, object]) -> dict[str, int | float | str | bool]:
+    """Each value as TensorBoard keeps it: a number, text or flag as it is, anything else as JSON."""
+    return {k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v, default=_plain))
+            for k, v in params.items()}
 
 
 def _plain(value: object) -> object:

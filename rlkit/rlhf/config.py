@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from rlkit.core.config import (ONE_RESPONSE, ComposedConfig, PPOConfig, flat_init, require_minibatches,
                                require_positive_int, require_resume_path)
@@ -28,6 +28,9 @@ def rlhf_ppo_defaults() -> PPOConfig:
 @dataclass(frozen=True)
 class RLHFConfig(ComposedConfig):
     """PPO on the token-level LLM environment: the same PPO core, one token per step."""
+
+    KEY_HPARAMS: ClassVar[tuple[str, ...]] = ("policy", "reward_model", "seed", "iterations", "learning_rate",
+                                              "num_envs", "max_new_tokens", "kl_coef")
 
     policy: str = ""
     """Causal LM (hub name in the local cache, or a local path); the frozen reference is its initial weights."""

@@ -40,7 +40,7 @@ from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
 from rlkit.rlhf.policy import LMActorCritic, token_log_probs
 from rlkit.rlhf.reward_model import RewardModelScorer
 from rlkit.rlhf.token_grid import FreshGrid, LMRollout, SequenceMinibatch, TokenGrid, left_pad, sequence_minibatches
-from rlkit.variants import build_learner, variant_fields
+from rlkit.variants import build_learner
 from rlkit_envs.token_env import TokenEnv
 
 ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]
@@ -294,8 +294,8 @@ class RLHFTrainer:
             schedule = Schedule(cfg.iterations, cfg.learning_rate, cfg.anneal_lr, cfg.checkpoint_every_updates,
                                 log_by_updates=True)
             train_steps(self, self.learner, progress, RunSpec(self.run_dir, cfg.to_dict(), cfg.variant,
-                                                              ["charts/score", "charts/kl"], variant_fields(), schedule,
-                                                              self.resumed, cfg.progress))
+                                                              cfg.shown_hparams(), schedule, self.resumed,
+                                                              cfg.progress))
             if cfg.save_model:
                 self._save_policy()
             result = RLHFResult(progress.updates_done, progress.env_steps / progress.seconds if progress.seconds else 0.0,

@@ -30,7 +30,7 @@ VariantOptions = VariantGroups
 
 
 def variant_fields() -> tuple[str, ...]:
-    """Every variant option, in registration order (hparams tables lead with them)."""
+    """Every variant option, in registration order."""
     return tuple(name for v in registered().values() for name in v.options.__dataclass_fields__)
 
 

@@ -362,7 +362,8 @@ def test_a_sweep_without_evaluations_says_so(tmp_path, capsys):
 
 def test_colours_stay_distinct_past_twenty_variants():
     names = [f"v{i}" for i in range(37)]
-    assert len(set(figures.colours(names).values())) == 37
+    looks = figures.looks(names, "v0", ["v5", "v30"]).values()
+    assert len({look.colour for look in looks}) == 37
 
 
 

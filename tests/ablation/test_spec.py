@@ -21,6 +21,9 @@ def test_expansion_crosses_variants_grid_envs_and_seeds():
     hp3o = [r for r in spec.runs if r.variant.startswith("hp3o")]
     assert all(r.config["hp3o"] and r.config["num_minibatches"] == 10 for r in hp3o)
     assert len({r.name for r in spec.runs}) == len(spec.runs) and all("/" not in r.name for r in spec.runs)
+    shown = {r.hparams for r in spec.runs}  # every run's hparams: env, seed and what differs between the rlkit runs
+    assert len(shown) == 1 and next(iter(shown))[:2] == ("env", "seed")
+    assert {"clip_coef", "ent_coef", "hp3o"} <= set(next(iter(shown))) and "adam_eps" not in next(iter(shown))
 
 
 def test_the_smoke_budget_overrides():
@@ -34,6 +37,7 @@ def test_the_smoke_budget_overrides():
     ({"grid": {"nope": [1]}}, "grid.nope"), ({"total_steps": 0}, "total_steps"), ({"seeds": 0}, "seeds"),
     ({"seeds": [1, 1]}, "seeds"), ({"envs": []}, "envs"), ({"baseline": "nope"}, "baseline"),
     ({"variants": {"x": {"learning_rate": -1}}}, "learning_rate"), ({"name": "a/b"}, "name"),
+    ({"hparams": ["gamma"]}, "hparams"), ({"variants": {"x": {"hparams": ["gamma"]}}}, "hparams"),
 ])
 def test_bad_specs_name_file_and_key(change, key):
     with pytest.raises(ConfigError, match="spec.toml") as e:

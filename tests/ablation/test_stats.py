@@ -2,6 +2,7 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 from rliable import library as rly
 from rliable import metrics
 
@@ -19,6 +20,18 @@ def test_iqm_curve_matches_rliable_iqm_at_every_point_and_its_interval():
                                            random_state=np.random.RandomState(0))
         width = ci["a"][1, 0] - ci["a"][0, 0]
         assert abs(low[t] - ci["a"][0, 0]) < 0.15 * width and abs(high[t] - ci["a"][1, 0]) < 0.15 * width
+
+
+@pytest.mark.parametrize("runs", [2, 3, 7, 10])
+def test_iqm_curve_bands_are_the_percentiles_of_each_resamples_iqm(runs):
+    """Each resample's IQM at every point is scipy's 25% trimmed mean of its runs there."""
+    from scipy.stats import trim_mean
+
+    curves = np.random.default_rng(runs).normal(size=(runs, 6))
+    _, low, high = stats.iqm_curve(curves, reps=500, seed=4)
+    idx = np.random.default_rng(4).integers(0, runs, size=(500, runs))
+    expected = np.percentile(trim_mean(curves[idx], 0.25, axis=1), [2.5, 97.5], axis=0)
+    np.testing.assert_allclose([low, high], expected, rtol=1e-12, atol=1e-12)
 
 
 def test_scores_normalization_and_matrices():

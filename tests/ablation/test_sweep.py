@@ -143,6 +143,36 @@ def test_a_spec_that_only_adds_runs_extends_the_sweep(finished, tmp_path):
     assert manifest["spec"]["seeds"] == [1, 2, 3] and manifest["extended_from"][0]["spec"]["seeds"] == 2
 
 
+def differing(manifest):
+    """The config fields whose values differ between the manifest's rlkit runs (env, seed aside)."""
+    configs = [config for kind, config in manifest["runs"].values() if kind == "rlkit"]
+    return {k for k in configs[0] if k not in ("env", "seed") and len({json.dumps(c[k]) for c in configs}) > 1}
+
+
+def test_a_sweeps_runs_show_what_differs_within_it_and_no_experiment_summary(finished, tmp_path):
+    """Each run's hparams (its session-start info, read back): variant, env, seed and the fields
+    that differ between the sweep's rlkit runs, nothing else; the full config stays in config.json.
+    Packed runs (the fixture's), a run alone (seeds = 1) and the SB3 baselines alike."""
+    from tests.gym.test_hparams import shown
+
+    _, out, _ = finished
+    manifest = json.loads((out / "manifest.json").read_text())
+    fields = differing(manifest)
+    assert {"outer", "outer_nesterov"} <= fields and "adam_eps" not in fields and len(fields) < 12
+    for name, (kind, config) in manifest["runs"].items():
+        values = shown(out / "runs" / name)
+        assert set(values) == {"variant", "env", "seed"} | fields, name
+        assert values["seed"] == config["seed"] and values["env"] == "CartPole-v1"
+        if kind != "rlkit":
+            assert values["variant"] == kind
+    assert '"adam_eps"' in (out / "runs" / "ppo__CartPole-v1__s1" / "config.json").read_text()
+    alone = tmp_path / "alone"
+    run_sweep(write_spec(tmp_path, SPEC.replace("seeds = 2", "seeds = [3]").replace(
+        '"sb3:ppo" = {}\n"sb3-contrib:trpo" = {}\n', "")), str(alone), workers=2, progress=False)
+    for name in ("ppo__CartPole-v1__s3", "outer__CartPole-v1__s3"):
+        assert set(shown(alone / "runs" / name)) == {"variant", "env", "seed"} | fields
+
+
 def test_report_writes_statistics_and_figures(finished):
     _, out, _ = finished
     paths = write_report(str(out), reps=300)

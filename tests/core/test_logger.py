@@ -21,7 +21,8 @@ def test_tensorboard_reads_back_every_scalar_at_its_step_with_no_writer_thread(t
     assert threading.active_count() == before
     for step in range(1, 6):
         log.scalars({"losses/loss": 0.5 * step, "charts/steps_per_second": 1000.0 + step}, step * 128)
-    log.hparams({"lr": 3e-4, "env": "CartPole-v1"}, ["charts/episodic_return"])
+    log.config_table({"lr": 3e-4, "env": "CartPole-v1"})
+    log.hparams({"lr": 3e-4, "env": "CartPole-v1"})
     log.close()
     acc = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
     acc.Reload()
@@ -105,8 +106,10 @@ def test_hyperparameters_take_numpy_numbers_and_nested_values(tmp_path):
     import numpy as np
 
     log = Logger(str(tmp_path))
-    log.hparams({"seed": np.int64(3), "lr": np.float32(3e-4), "sizes": [np.int64(64), 64],
-                 "shape": np.arange(2), "env": "CartPole-v1", "other": {"a": object}}, ["charts/episodic_return"])
+    params = {"seed": np.int64(3), "lr": np.float32(3e-4), "sizes": [np.int64(64), 64], "shape": np.arange(2),
+              "env": "CartPole-v1", "other": {"a": object}}
+    log.config_table(params)
+    log.hparams(params)
     log.close()
     acc = EventAccumulator(str(tmp_path), size_guidance={"tensors": 0})
     acc.Reload()
