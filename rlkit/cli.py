@@ -34,6 +34,7 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
        rlkit report SWEEP_DIR [--baseline VARIANT] [--variants A,B,...] [--metric final|auc] [--out DIR]
+       rlkit report walltime|tags|staleness SWEEP_DIR [FLAGS] | rlkit report scalars RUN_DIR [FLAGS]
        rlkit records keep SWEEP_DIR RECORDS_DIR | rlkit records restore RECORDS_DIR SWEEP_DIR"""
 
 
@@ -267,7 +268,13 @@ def _sweep(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
-    parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.")
+    from rlkit.cli_report import TOOLS, run_tool, tools_help
+
+    if argv[:1] == ["--"]:  # rlkit report -- NAME: the sweep folder NAME, even when a tool has that name
+        argv = argv[1:]
+    elif argv[:1] and argv[0] in TOOLS:
+        return run_tool(argv[0], argv[1:], Parser)
+    parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.", epilog=tools_help())
     parser.add_argument("sweep_dir")
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
     parser.add_argument("--metric", default="final", choices=["final", "auc"])

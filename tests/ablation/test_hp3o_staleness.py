@@ -1,5 +1,5 @@
-"""``benchmarks/hp3o_staleness.py`` (and the event reading it shares with ``tb_summary.py`` and
-``sweep_tags.py``) on damaged sweeps: a resumed run's files read as TensorBoard
+"""``rlkit report staleness`` (and the event reading it shares with ``rlkit report scalars`` and
+``rlkit report tags``) on damaged sweeps: a resumed run's files read as TensorBoard
 reads them, runs without events, with a damaged event file or no final return are left out and
 named, and a sweep with nothing to read is refused in one line with nothing appended."""
 
@@ -27,8 +27,8 @@ def events(run_dir: Path, name: str, points: dict[int, float]) -> Path:
 
 
 @pytest.fixture
-def staleness(benchmark_script):
-    return benchmark_script("hp3o_staleness")
+def staleness(report_tool):
+    return report_tool("staleness")
 
 
 def sweep(tmp_path: Path, runs: list[dict]) -> Path:
@@ -53,7 +53,7 @@ def test_a_resumed_run_reads_as_tensorboard_does_and_damaged_runs_are_named(stal
     (root / "runs" / "r3" / "events.out.tfevents.1000.a").write_bytes(b"\x07" * 500)
     events(root / "runs" / "r5", "1000.a", {1: 50.0})
     # r4 has no events (records kept without them)
-    code, out, err = staleness(root, "--write", "")
+    code, out, err = staleness(root)
     assert code == 0 and "Traceback" not in err
     row = next(line for line in out.splitlines() if line.startswith("| E-v0 | hp3o |"))
     cells = [c.strip() for c in row.split("|")]
@@ -73,18 +73,18 @@ def test_a_sweep_with_nothing_to_read_is_refused_and_nothing_is_appended(stalene
     results.write_text("# earlier\n")
     code, out, err = staleness(root, "--write", results)
     assert code == 2 and not out and "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith("hp3o_staleness.py: error: ")
+    assert err.startswith("rlkit: error: ") and len(err.strip().splitlines()) == 1
     assert results.read_text() == "# earlier\n"
 
 
-def test_the_other_event_readers_share_the_reading(benchmark_script, tmp_path):
+def test_the_other_event_readers_share_the_reading(report_tool, tmp_path):
     root = sweep(tmp_path, [{}, {}])
     events(root / "runs" / "r1", "1000.a", {1: 1.0, 2: 1.0, 3: 100.0})
     events(root / "runs" / "r1", "1001.a", {3: 4.0})  # resumed from step 2
-    code, out, err = benchmark_script("tb_summary")(root / "runs" / "r1", "--tags", "hp3o/sampled_age", "--k", "1")
+    code, out, err = report_tool("scalars")(root / "runs" / "r1", "--tags", "hp3o/sampled_age", "--k", "1")
     assert code == 0 and "n=   3" in out and "first1=    1.000 last1=    4.000" in out
-    code, out, err = benchmark_script("tb_summary")(root / "runs" / "r2")
-    assert code == 2 and err.strip().splitlines()[-1].startswith("tb_summary.py: error: no TensorBoard event file")
-    code, out, err = benchmark_script("sweep_tags")(root, "--tags", "hp3o/sampled_age", "--k", "1", "--write", "")
+    code, out, err = report_tool("scalars")(root / "runs" / "r2")
+    assert code == 2 and err.startswith("rlkit: error: no TensorBoard event file") and len(err.splitlines()) == 1
+    code, out, err = report_tool("tags")(root, "--tags", "hp3o/sampled_age", "--k", "1")
     assert code == 0 and "Left out, no readable TensorBoard events: 1 runs." in out
     assert "| hp3o | E-v0 | hp3o/sampled_age | 1 | 1 | 4 |" in out

@@ -1,13 +1,13 @@
-"""``benchmarks/sweep_walltime.py`` under bad input: every refusal is an argparse error before
-anything is measured, failed or unfinished runs and runs without events are left out and named,
-and ``--write`` only ever appends."""
+"""``rlkit report walltime`` under bad input: every refusal is one line (exit 2) before anything
+is measured, failed or unfinished runs and runs without events are left out and named, and
+``--write`` only ever appends."""
 
-import importlib
 import json
 
 import pytest
 from torch.utils.tensorboard import SummaryWriter
 
+from rlkit.ablation import walltime as module
 from rlkit.ablation.results import claim_sweep_dir
 from rlkit.ablation.spec import expand
 
@@ -16,9 +16,9 @@ SPEC = {"name": "t", "envs": ["CartPole-v1"], "seeds": 3, "preset": "cartpole", 
 
 
 @pytest.fixture
-def walltime(benchmark_script):
-    """The script's ``main(args)``: its exit code and what it printed to stdout and stderr."""
-    run = benchmark_script("sweep_walltime")
+def walltime(report_tool):
+    """``rlkit report walltime ARGS``: its exit code and what it printed to stdout and stderr."""
+    run = report_tool("walltime")
     return lambda args, capsys: run(*args)
 
 
@@ -48,7 +48,7 @@ def sweep(tmp_path):
 def test_bad_input_is_refused_before_anything_is_measured(walltime, sweep, tmp_path, capsys, args):
     code, out, err = walltime([sweep, "--measure-steps", "50000",
                                *[a.format(tmp=tmp_path) for a in args]], capsys)
-    assert code == 2 and err.strip().splitlines()[-1].startswith("sweep_walltime.py: error: ")
+    assert code == 2 and err.startswith("rlkit: error: ") and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and not out
 
 
@@ -62,7 +62,7 @@ def test_a_folder_that_is_not_a_sweep_is_refused(walltime, sweep, tmp_path, caps
         text = (sweep / "manifest.json").read_text()
         (sweep / "manifest.json").write_text(text[: len(text) // 2])
     code, _, err = walltime([target, "--measure-steps", "0"], capsys)
-    assert code == 2 and "not a readable sweep folder" in err.strip().splitlines()[-1]
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a readable sweep folder" in err
 
 
 def test_failed_and_eventless_runs_are_named_and_the_file_is_only_appended_to(walltime, sweep, tmp_path, capsys):
@@ -87,7 +87,6 @@ def test_the_rlkit_runs_share_is_stated_apart_from_the_baselines(walltime, tmp_p
     for run in spec.runs:  # the ppo pack ran 90 s; each baseline 50 s alone
         seconds = 90.0 if run.kind == "rlkit" else 50.0
         (out / "status" / f"{run.name}.json").write_text(json.dumps({"status": "done", "seconds": seconds}))
-    module = importlib.import_module("sweep_walltime")
     monkeypatch.setattr(module, "alone_seconds", lambda config, steps: 100.0)
     code, text, _ = walltime([out, "--measure-steps", "50000"], capsys)
     assert code == 0
@@ -105,7 +104,6 @@ def test_a_status_with_seconds_that_are_not_a_positive_number_is_left_out_and_na
         walltime, sweep, capsys, monkeypatch, value):
     name = expand(SPEC).runs[1].name
     (sweep / "status" / f"{name}.json").write_text('{"status": "done", "seconds": %s}' % value)
-    module = importlib.import_module("sweep_walltime")
     monkeypatch.setattr(module, "alone_seconds", lambda config, steps: 100.0)
     code, out, err = walltime([sweep, "--measure-steps", "50000"], capsys)
     assert code == 0 and "Traceback" not in err
@@ -119,8 +117,8 @@ def test_a_sweep_with_nothing_finished_is_refused_in_one_line(walltime, sweep, c
         status.unlink()
     code, out, err = walltime([sweep, "--measure-steps", "50000"], capsys)
     assert code == 2 and not out and "Traceback" not in err
-    assert err.strip().splitlines()[-1] == (f"sweep_walltime.py: error: no finished run in {sweep} (3 failed, "
-                                            "unfinished or with a damaged status file)")
+    assert err == (f"rlkit: error: no finished run in {sweep} (3 failed, unfinished or with a damaged status "
+                   "file)\n")
 
 
 def test_the_pool_estimate_is_measured_for_real_at_a_tiny_budget(walltime, tmp_path, capsys):
@@ -143,7 +141,6 @@ def test_the_pool_estimate_is_measured_for_real_at_a_tiny_budget(walltime, tmp_p
     assert set(minutes) == {"ppo", "outer"} and all(0 < m < float("inf") for m in minutes.values()), text
     row = next(line for line in text.splitlines() if line.startswith("| 6 |")).split("|")
     packs_h, pool_h, ratio = float(row[4]), float(row[5]), float(row[6].strip().rstrip("×"))
-    module = importlib.import_module("sweep_walltime")
     expected = module.pool_seconds([minutes["ppo"] * 60] * 3 + [minutes["outer"] * 60] * 3, 2)
     assert packs_h == round(300 / 3600, 2)  # the two packs side by side on the two workers
     assert abs(pool_h * 3600 - expected) <= 0.005 * 3600 + 3 * 3  # table and per-pair figures rounded

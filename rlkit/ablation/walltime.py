@@ -1,4 +1,5 @@
-"""A finished sweep's wall time, and what the same runs would take one per process (the pool).
+"""``rlkit report walltime``: a finished sweep's wall time, and what the same runs would take one
+per process (the pool).
 
 Wall time: every TensorBoard event of every run, in time order; the gaps between consecutive events
 count up to ``--gap`` seconds (longer ones are the sweep stopped: a session's end, a pause), so a
@@ -11,15 +12,14 @@ its events are not all on this machine (a sweep restored from kept records); the
 with that. ``--envs`` keeps the runs of some envs only (every figure then counts those): the ones
 that ran on this machine, where a sweep's packs ran on machines of different speeds.
 
-    python benchmarks/sweep_walltime.py sweeps/outer_ppo_mujoco [--measure-steps 50000] [--envs Swimmer-v5,...]
-        [--write benchmarks/RESULTS.md]
+    rlkit report walltime sweeps/outer_ppo_mujoco [--measure-steps 50000] [--envs Swimmer-v5,...]
 """
 
 from __future__ import annotations
 
-import argparse
 import heapq
 import json
+import math
 import platform
 import shlex
 import tempfile
@@ -28,16 +28,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from report import cpu_model, emit
-from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
-import rlkit
+from rlkit.ablation.measurements import cpu_model
 from rlkit.ablation.spec import expand
-from rlkit.errors import RlkitError, one_line
+from rlkit.gym.config import TrainConfig
+from rlkit.errors import ConfigError, RlkitError, one_line
 
 
 def event_times(sweep: Path, names: set[str]) -> np.ndarray:
     """Wall times of every event of the sweep's runs named ``names``, sorted."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
     files = [f for f in sweep.glob("runs/*/events.out.tfevents.*") if f.parent.name in names]
     times = [e.wall_time for f in files for e in EventFileLoader(str(f)).Load()]
     times = np.asarray(times, dtype=np.float64)
@@ -52,21 +53,23 @@ def active_seconds(times: np.ndarray, gap: float) -> tuple[float, int, float]:
     return float(d[d <= gap].sum()), int((d > gap).sum()), float(d[d > gap].sum())
 
 
-def measure_config(config: dict, steps: int, logdir: str) -> rlkit.TrainConfig:
+def measure_config(config: dict, steps: int, logdir: str) -> TrainConfig:
     """One seed of ``config`` cut to ``steps``, its eval cadence scaled along (a run without periodic
     evaluations, ``eval_every`` 0, has none)."""
     full = int(config["total_steps"])
     every = int(config.get("eval_every", full))
-    return rlkit.TrainConfig.from_dict({**config, "total_steps": steps, "logdir": logdir, "run_name": "m",
-                                        "eval_every": max(1, int(every * steps / full)) if every else 0,
-                                        "checkpoint_every": steps, "progress": False, "torch_threads": 1})
+    return TrainConfig.from_dict({**config, "total_steps": steps, "logdir": logdir, "run_name": "m",
+                                  "eval_every": max(1, int(every * steps / full)) if every else 0,
+                                  "checkpoint_every": steps, "progress": False, "torch_threads": 1})
 
 
 def alone_seconds(config: dict, steps: int) -> float:
     """Seconds one seed of ``config`` takes alone for its full budget, from ``steps`` of it."""
+    from rlkit.gym.trainer import train
+
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        rlkit.train(measure_config(config, steps, tmp))
+        train(measure_config(config, steps, tmp))
         return (time.perf_counter() - start) * int(config["total_steps"]) / steps
 
 
@@ -109,13 +112,13 @@ def rlkit_only(mine: list, baselines: int, seconds: dict[str, float], measured: 
             f"{pool / packs:.2f}×.")
 
 
-def read_sweep(ap: argparse.ArgumentParser, sweep: Path) -> list:
-    """The sweep's runs from its manifest; a folder that is not a sweep is an argparse error."""
+def read_sweep(sweep: Path) -> list:
+    """The sweep's runs from its manifest; a folder that is not a sweep is a one-line :class:`ConfigError`."""
     try:
         manifest = json.loads((sweep / "manifest.json").read_text())
         return expand(manifest["spec"], str(sweep / "manifest.json"), manifest.get("budget")).runs
     except (OSError, ValueError, KeyError, TypeError, RlkitError) as exc:
-        ap.error(f"{sweep} is not a readable sweep folder ({type(exc).__name__}: {one_line(exc)})")
+        raise ConfigError(f"{sweep} is not a readable sweep folder ({type(exc).__name__}: {one_line(exc)})") from None
 
 
 def finished(sweep: Path, runs: list) -> tuple[list, dict[str, float], list[str]]:
@@ -138,89 +141,85 @@ def finished(sweep: Path, runs: list) -> tuple[list, dict[str, float], list[str]
     return done, seconds, left
 
 
-def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace, runs: list) -> list[str]:
-    """Refuse what the measurement cannot honour before it starts; the envs ``--envs`` names."""
-    if args.workers < 1:
-        ap.error(f"--workers must be at least 1, got {args.workers}")
-    if not args.gap > 0 or not np.isfinite(args.gap):
-        ap.error(f"--gap must be a positive number of seconds, got {args.gap}")
-    if args.write:
-        target = Path(args.write)
-        try:
-            if target.exists():
-                open(target, "a", encoding="utf-8").close()
-            elif not target.parent.is_dir():
-                raise OSError(f"no folder {str(target.parent)!r}")
-        except OSError as exc:
-            ap.error(f"--write {args.write!r}: cannot append ({one_line(exc)})")
-    envs = [] if args.envs is None else [e.strip() for e in args.envs.split(",")]
-    if args.envs is not None and not all(envs):
-        ap.error(f"--envs {args.envs!r}: an empty env name")
-    unknown = sorted(set(envs) - {run.env for run in runs})
+def check_options(sweep: str | Path, runs: list, gap: float, measure_steps: int, workers: int,
+                  envs: str | None) -> list[str]:
+    """Refuse what the measurement cannot honour before it starts (one-line :class:`ConfigError`);
+    the envs ``envs`` names (comma-separated; none: every env)."""
+    if workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {workers}")
+    if not gap > 0 or not math.isfinite(gap):
+        raise ConfigError(f"--gap must be a positive number of seconds, got {gap}")
+    names = [] if envs is None else [e.strip() for e in envs.split(",")]
+    if envs is not None and not all(names):
+        raise ConfigError(f"--envs {envs!r}: an empty env name")
+    unknown = sorted(set(names) - {run.env for run in runs})
     if unknown:
-        ap.error(f"--envs {', '.join(map(repr, unknown))}: not an env of {args.sweep}")
-    if args.measure_steps < 0:
-        ap.error(f"--measure-steps must be 0 or more, got {args.measure_steps}")
-    for run in runs if args.measure_steps else []:
+        raise ConfigError(f"--envs {', '.join(map(repr, unknown))}: not an env of {sweep}")
+    if measure_steps < 0:
+        raise ConfigError(f"--measure-steps must be 0 or more, got {measure_steps}")
+    for run in runs if measure_steps else []:
         if run.kind == "rlkit":
             try:
-                measure_config(run.config, args.measure_steps, tempfile.gettempdir())
+                measure_config(run.config, measure_steps, tempfile.gettempdir())
             except RlkitError as exc:
-                ap.error(f"--measure-steps {args.measure_steps}: {one_line(exc)}")
-    return envs
+                raise ConfigError(f"--measure-steps {measure_steps}: {one_line(exc)}") from None
+    return names
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("sweep", help="the sweep's output folder")
-    ap.add_argument("--gap", type=float, default=600.0, help="longest gap between events that counts as running")
-    ap.add_argument("--measure-steps", type=int, default=50_000, help="steps of each (variant, env) run alone (0: the sweep's wall time only)")
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--envs", help="comma-separated env ids: count only their runs (default: all)")
-    ap.add_argument("--write", default="", help="results file to append to")
-    args = ap.parse_args()
-    sweep = Path(args.sweep)
-    runs = read_sweep(ap, sweep)
-    envs = check_args(ap, args, runs)
-    runs, seconds, left = finished(sweep, [run for run in runs if not envs or run.env in envs])
+def sweep_walltime(sweep_dir: str | Path, gap: float = 600.0, measure_steps: int = 50_000, workers: int = 2,
+                   envs: str | None = None) -> list[str]:
+    """A markdown section: the finished runs' wall time from their events (gaps over ``gap`` seconds
+    left out), their packs' recorded seconds in the sweep's order on ``workers`` workers and, with
+    ``measure_steps`` > 0, the pool's estimate from each (variant, env) trained alone for that many
+    steps. ``envs`` (comma-separated) keeps those envs' runs only. Bad options, a folder that is not
+    a sweep and a sweep with nothing finished are one-line :class:`ConfigError` errors, raised before
+    anything is measured."""
+    sweep = Path(sweep_dir)
+    runs = read_sweep(sweep)
+    names = check_options(sweep_dir, runs, gap, measure_steps, workers, envs)
+    runs, seconds, left = finished(sweep, [run for run in runs if not names or run.env in names])
     if not runs:
-        ap.error(f"no finished run in {args.sweep}" + (f" on {', '.join(envs)}" if envs else "")
-                 + f" ({len(left)} failed, unfinished or with a damaged status file)")
-    names = {run.name for run in runs}
-    with_events = {f.parent.name for f in sweep.glob("runs/*/events.out.tfevents.*")} & names
-    ran, stops, stopped = active_seconds(event_times(sweep, names), args.gap)
-    packs = in_order_seconds(recorded_seconds(runs, seconds), args.workers)
+        raise ConfigError(f"no finished run in {sweep_dir}" + (f" on {', '.join(names)}" if names else "")
+                          + f" ({len(left)} failed, unfinished or with a damaged status file)")
     measured: dict[tuple[str, str], float] = {}
     durations = []
-    for run in runs if args.measure_steps else []:
+    for run in runs if measure_steps else []:
         if run.kind != "rlkit":
             durations.append(seconds[run.name])
             continue
         key = (run.variant, run.env)
         if key not in measured:
-            measured[key] = alone_seconds(run.config, args.measure_steps)
+            measured[key] = alone_seconds(run.config, measure_steps)
         durations.append(measured[key])
-    pool = pool_seconds(durations, args.workers) if durations else float("nan")
+    pool = pool_seconds(durations, workers) if durations else float("nan")
+    command = (f"rlkit report walltime {shlex.quote(str(sweep_dir))} --measure-steps {measure_steps} --workers "
+               f"{workers}" + (f" --envs {','.join(names)}" if names else ""))
+    return _table(sweep, command, runs, seconds, left, gap, workers, measured, pool)
+
+
+def _table(sweep: Path, command: str, runs: list, seconds: dict[str, float], left: list[str], gap: float,
+           workers: int, measured: dict[tuple[str, str], float], pool: float) -> list[str]:
+    """The section's lines (see :func:`sweep_walltime`)."""
+    names = {run.name for run in runs}
+    with_events = {f.parent.name for f in sweep.glob("runs/*/events.out.tfevents.*")} & names
+    ran, stops, stopped = active_seconds(event_times(sweep, names), gap)
+    packs = in_order_seconds(recorded_seconds(runs, seconds), workers)
     mine = [run for run in runs if run.kind == "rlkit"]
-    split = ([rlkit_only(mine, len(runs) - len(mine), seconds, measured, args.workers)]
+    split = ([rlkit_only(mine, len(runs) - len(mine), seconds, measured, workers)]
              if measured and len(mine) < len(runs) else [])
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
-    pool_cells = f" {pool / 3600:.2f} | {pool / packs:.2f}× |" if args.measure_steps else ""
+    timed = not math.isnan(pool)
+    pool_cells = f" {pool / 3600:.2f} | {pool / packs:.2f}× |" if timed else ""
     notes = [f"Left out, not finished or failed: {len(left)} runs ({', '.join(left[:5])}{', …' * (len(left) > 5)})."
              ] * bool(left) + [f"No TensorBoard events on this machine for {len(names) - len(with_events)} of the "
                                f"{len(names)} runs: 'sweep ran' counts the others only."] * (len(with_events) < len(names))
-    emit([f"\n### Sweep wall time: {sweep.name} — {stamp}",
-          f"Command: `python benchmarks/sweep_walltime.py {shlex.quote(args.sweep)} --measure-steps {args.measure_steps} "
-          f"--workers {args.workers}" + (f" --envs {','.join(envs)}" if envs else "") + "`  ",
-          f"Machine: {platform.node()}, {cpu_model()}, "
-          f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
-          "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) |"
-          + " pool estimate (h) | pool / packs |" * bool(args.measure_steps),
-          "|---|---|---|---|" + "---|---|" * bool(args.measure_steps),
-          f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {packs / 3600:.2f} |{pool_cells}", ""]
-         + ["Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
-            + "."] * bool(measured) + split + notes, args.write)
-
-
-if __name__ == "__main__":
-    main()
+    return ([f"### Sweep wall time: {sweep.name} — {stamp}",
+             f"Command: `{command}`  ",
+             f"Machine: {platform.node()}, {cpu_model()}, "
+             f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
+             "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) |"
+             + " pool estimate (h) | pool / packs |" * timed,
+             "|---|---|---|---|" + "---|---|" * timed,
+             f"| {len(runs)} | {ran / 3600:.2f} | {stops}, {stopped / 3600:.1f} | {packs / 3600:.2f} |{pool_cells}", ""]
+            + ["Each (variant, env) alone: " + ", ".join(f"{v} {e} {s / 60:.1f} min" for (v, e), s in measured.items())
+               + "."] * bool(measured) + split + notes)
