@@ -5,10 +5,10 @@
 # travel as wheels in .whl/ (see the device tool's notes); its own torch (CUDA) is used. Among them
 # pandas < 3 with pytz and tzdata (rliable imports only with pandas < 3) and pygame-ce (Box2D,
 # MiniGrid); mujoco-studio (rendering only) stays behind to keep the carried files under 64 MiB.
-#   bash benchmarks/device_check.sh OUTDIR
+#   bash checks/device_check.sh OUTDIR
 # Environment: FIRST (test ids run alone, full tracebacks), CUDA_TESTS=0, BENCH_SECONDS, TESTS (paths
-# for the -n WORKERS run; the whole suite when empty), TEST_SECONDS, PACK_BITS=1 (benchmarks/pack_bits.py),
-# PVS=1 (benchmarks/population_vs_single.py on CUDA: 10 seeds, members against single runs).
+# for the -n WORKERS run; the whole suite when empty), TEST_SECONDS, PACK_BITS=1 (checks/pack_bits.py),
+# PVS=1 (checks/population_vs_single.py on CUDA: 10 seeds, members against single runs).
 set -u
 out=${1:?output folder}
 export PYTHONUNBUFFERED=1
@@ -22,9 +22,9 @@ echo "$PWD" > "$site/rlkit-checkout.pth"; ln -sfn "$PWD/envs" "$site/rlkit_envs"
   nproc; python3 -c "import torch, numpy, gymnasium, mujoco, transformers; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'numpy', numpy.__version__, 'gymnasium', gymnasium.__version__, 'mujoco', mujoco.__version__, 'transformers', transformers.__version__)"; } 2>&1 | tee "$out/machine.txt"
 # FIRST="test ids": run alone, with full tracebacks, before anything else.
 [ -z "${FIRST:-}" ] || timeout 200 python3 -m pytest -q -rfE --timeout 150 --tb=long $FIRST 2>&1 | tail -80
-[ "${PVS:-0}" = 0 ] || timeout 300 python3 benchmarks/population_vs_single.py --device cuda --jobs 10 \
+[ "${PVS:-0}" = 0 ] || timeout 300 python3 checks/population_vs_single.py --device cuda --jobs 10 \
   --write "$out/population_vs_single.md" 2>&1 | tail -12
-[ "${PACK_BITS:-0}" = 0 ] || timeout 300 python3 benchmarks/pack_bits.py --write "$out/pack_bits.md" 2>&1 | tail -14
+[ "${PACK_BITS:-0}" = 0 ] || timeout 300 python3 checks/pack_bits.py --write "$out/pack_bits.md" 2>&1 | tail -14
 # The CUDA-only tests first, on their own (they skip on machines without a GPU).
 [ "${CUDA_TESTS:-1}" = 0 ] || timeout 150 python3 -m pytest -q -rfEs --timeout 120 tests/rlhf/test_rlhf_cuda.py tests/gym/test_population_cuda.py \
   tests/ablation/test_pool_start.py 2>&1 | tail -15

@@ -3,7 +3,9 @@ cases in tests/ablation/test_hostile_sweeps.py and test_reaper.py) and record ho
 tried, how many end as rlkit promises (one-line error, exit 2, nothing lost; or handled), and how
 many defects are left.
 
-    python benchmarks/robustness.py            # prints the table and appends it to benchmarks/RESULTS.md
+    python checks/robustness.py            # prints the table; --write FILE puts it in FILE too
+
+Exit status 1 when a case fails.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from report import emit
+from rlkit.ablation.measurements import write_section
 
 ROOT = Path(__file__).parents[1]
 SUITES = ["tests/robustness", "tests/ablation/test_hostile_sweeps.py", "tests/ablation/test_reaper.py"]
@@ -26,7 +28,8 @@ SUITES = ["tests/robustness", "tests/ablation/test_hostile_sweeps.py", "tests/ab
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append the section here ('' to skip)")
+    parser.add_argument("--write", default="", metavar="FILE",
+                        help="markdown file whose robustness section the table replaces (default: print only)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
@@ -42,8 +45,8 @@ def main() -> None:
         name = c.get("classname", "").rsplit(".", 1)[-1]
         files.setdefault(name, [0, 0])[0] += 1
         files[name][1] += c in failed
-    lines = [f"\n### Robustness (hostile input, interrupts, damaged files) — {time.strftime('%Y-%m-%d %H:%M')}",
-             "Command: `python benchmarks/robustness.py`  ",
+    lines = [f"### Robustness (hostile input, interrupts, damaged files) — {time.strftime('%Y-%m-%d %H:%M')}",
+             "Command: `python checks/robustness.py`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
              f"Python {platform.python_version()}; {seconds:.0f} s\n",
              "| group | cases | as promised | defects |", "|---|---|---|---|"]
@@ -54,7 +57,10 @@ def main() -> None:
         lines.append(f"\n{len(skipped)} skipped (needs a machine without CUDA or with the LLM extras).")
     lines.append(f"\nEach case is a test in {', '.join(SUITES)}: a one-line error with exit 2 and nothing written, "
                  "or the run handled as documented (interrupt checkpoints, fallbacks, extended resumes).")
-    emit(lines, args.write)
+    print("\n".join(lines))
+    if args.write:
+        write_section(args.write, "\n".join(lines), "robustness")
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,21 @@
 """Does the current code compute the same numbers as before? Digests of short runs, to compare
-with the ones recorded in RESULTS.md for this CPU kind (float results differ between CPU kinds,
-so compare only with a record made on the same kind).
+with a record made on the same CPU kind (float results differ between CPU kinds, so compare only
+with a record of the same kind): this script's output at the earlier revision on this machine, or
+the digests recorded in benchmarks/archive/RESULTS-log.md with their CPU kinds.
 
-What is digested (SHA-256 over the tensors' names and bytes, in name order), as recorded when the
-package moved: the ``model.*`` tensors after ``rlkit.preset("cartpole", VARIANT, total_steps=4096,
-eval_episodes=0)`` for ppo, outer-nesterov and hp3o-plus (HP3O with the ``topup`` sampling of that
-time); the trained flat vector after the tiny RLHF run (tests/tiny_lm.py, 8 envs x 4 tokens, 3
-iterations, lr 3e-3, kl 0.1, fast kernels); and the evaluation return of the legacy Gym checkpoint
-(tests/data/legacy/gym, Outer-PPO + HP3O+, update 2 of 4) resumed to its end.
+What is digested (SHA-256 over the tensors' names and bytes, in name order): the ``model.*``
+tensors after ``rlkit.preset("cartpole", VARIANT, total_steps=4096, eval_episodes=0)`` for ppo,
+outer-nesterov and hp3o-plus (HP3O with the ``topup`` sampling); the trained flat vector after the
+tiny RLHF run (tests/tiny_lm.py, 8 envs x 4 tokens, 3 iterations, lr 3e-3, kl 0.1, fast kernels);
+and the evaluation return of the legacy Gym checkpoint (tests/data/legacy/gym, Outer-PPO + HP3O+,
+update 2 of 4) resumed to its end.
 
-    python benchmarks/same_numbers.py
+    python checks/same_numbers.py
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -45,6 +47,7 @@ def good_rate(prompts: list[str], responses: list[str]) -> list[float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer
 

@@ -8,7 +8,7 @@ tensors differ and which tensors. The configuration is the packed-sweep test's (
 128 steps, a checkpoint every update). A diagnosis, not a timing: run it on a machine whose CPU
 gives a failing bit test.
 
-    python benchmarks/pack_bits.py --write OUT.md [--variants ppo outer-nesterov] [--seeds 1 2]
+    python checks/pack_bits.py --write OUT.md [--variants ppo outer-nesterov] [--seeds 1 2]
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 
 import torch
-from report import ExtendList, cpu_model
 from safetensors.torch import load_file
 
 import rlkit
 import rlkit.gym.checkpoint
+from rlkit.ablation.measurements import ExtendList, cpu_model, write_section
 from rlkit.gym.population_start import resume_population, train_population
 
 BASE = dict(env="CartPole-v1", total_steps=8192, num_envs=2, num_steps=128, eval_every=512, eval_episodes=2,
@@ -87,10 +87,12 @@ def diagnose(variant: str, seeds: list[int], cut: int, root: Path) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--variants", nargs="+", action=ExtendList, default=["ppo", "outer-nesterov"])
-    ap.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2])
+    ap.add_argument("--variants", nargs="+", action=ExtendList, default=["ppo", "outer-nesterov"],
+                    help="variants to compare (each a population of --seeds)")
+    ap.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2], help="the population's seeds")
     ap.add_argument("--cut", type=int, default=12, help="the update the resumed copies continue from")
-    ap.add_argument("--write", help="markdown file to write the table to")
+    ap.add_argument("--write", default="", metavar="FILE",
+                    help="markdown file whose pack_bits section the table replaces (default: print only)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     keep_every_checkpoint()
@@ -99,10 +101,10 @@ def main() -> None:
             "| variant | seed | member vs | first difference |", "|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         rows = [line for v in args.variants for line in diagnose(v, args.seeds, args.cut, Path(tmp))]
-    text = "\n".join(head + rows) + "\n"
+    text = "\n".join(head + rows)
+    print(text)
     if args.write:
-        Path(args.write).write_text(text)
-    print(text, end="")  # noqa: T201 (a benchmark script's output)
+        write_section(args.write, text, "pack_bits")
 
 
 if __name__ == "__main__":

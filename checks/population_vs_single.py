@@ -8,7 +8,7 @@ evaluation returns' IQM and mean with 95% stratified-bootstrap intervals (rliabl
 probability that a member beats a single run, P(population > single), with its interval (0.5: no
 difference). Matching: overlapping intervals and a P interval that holds 0.5.
 
-    python benchmarks/population_vs_single.py --device cuda --jobs 10 --write benchmarks/RESULTS.md
+    python checks/population_vs_single.py --device cuda --jobs 10 [--write OUT.md]
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from report import cpu_model, emit
+
+from rlkit.ablation.measurements import cpu_model, write_section
 
 
 def config(preset: str, env: str, steps: int, device: str, logdir: str, name: str):  # noqa: ANN201 (a TrainConfig)
@@ -54,14 +55,15 @@ def run_single(preset: str, env: str, steps: str, device: str, logdir: str, seed
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--preset", default="cartpole")
-    ap.add_argument("--env", default="CartPole-v1")
-    ap.add_argument("--steps", type=int, default=50_000)
-    ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--preset", default="cartpole", help="the preset both ways train")
+    ap.add_argument("--env", default="CartPole-v1", help="env id")
+    ap.add_argument("--steps", type=int, default=50_000, help="env steps per seed")
+    ap.add_argument("--seeds", type=int, default=10, help="seeds 1..N, as one population and as single runs")
+    ap.add_argument("--device", default="cuda", help="device of the population and of the single runs")
     ap.add_argument("--jobs", type=int, default=2, help="single runs at a time")
-    ap.add_argument("--reps", type=int, default=2000)
-    ap.add_argument("--write", default="")
+    ap.add_argument("--reps", type=int, default=2000, help="bootstrap resamples of every interval")
+    ap.add_argument("--write", default="", metavar="FILE",
+                    help="markdown file whose population_vs_single section the table replaces (default: print only)")
     args = ap.parse_args()
     import torch
 
@@ -85,15 +87,18 @@ def main() -> None:
     fmt = lambda m, v: f"{est[v][m][0]:.1f} [{est[v][m][1]:.1f}, {est[v][m][2]:.1f}]"  # noqa: E731
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     device = torch.cuda.get_device_name() if args.device == "cuda" else cpu_model()
-    emit([f"\n### A population's members against single runs ({args.env}, {args.device}) — {stamp}",
-          f"Command: `python benchmarks/population_vs_single.py --preset {args.preset} --env {args.env} --steps "
-          f"{args.steps} --seeds {args.seeds} --device {args.device} --jobs {args.jobs}`  ",
-          f"Machine: {platform.node()}, {device}, torch {torch.__version__}, Python {platform.python_version()}", "",
-          "| seeds 1–%d as | final eval IQM [95%% CI] | mean [95%% CI] | wall s |" % args.seeds, "|---|---|---|---|",
-          f"| one population | {fmt('iqm', 'population')} | {fmt('mean', 'population')} | {pop_s:.0f} |",
-          f"| single runs ({args.jobs} at a time) | {fmt('iqm', 'single')} | {fmt('mean', 'single')} | {single_s:.0f} |",
-          "", f"P(population > single) = {p[0]:.2f} [{p[1]:.2f}, {p[2]:.2f}]. Per seed (population / single): "
-          + ", ".join(f"{s}: {a:.0f}/{b:.0f}" for s, a, b in zip(seeds, pop, alone)) + "."], args.write)
+    lines = [f"### A population's members against single runs ({args.env}, {args.device}) — {stamp}",
+             f"Command: `python checks/population_vs_single.py --preset {args.preset} --env {args.env} --steps "
+             f"{args.steps} --seeds {args.seeds} --device {args.device} --jobs {args.jobs}`  ",
+             f"Machine: {platform.node()}, {device}, torch {torch.__version__}, Python {platform.python_version()}", "",
+             "| seeds 1–%d as | final eval IQM [95%% CI] | mean [95%% CI] | wall s |" % args.seeds, "|---|---|---|---|",
+             f"| one population | {fmt('iqm', 'population')} | {fmt('mean', 'population')} | {pop_s:.0f} |",
+             f"| single runs ({args.jobs} at a time) | {fmt('iqm', 'single')} | {fmt('mean', 'single')} | {single_s:.0f} |",
+             "", f"P(population > single) = {p[0]:.2f} [{p[1]:.2f}, {p[2]:.2f}]. Per seed (population / single): "
+             + ", ".join(f"{s}: {a:.0f}/{b:.0f}" for s, a, b in zip(seeds, pop, alone)) + "."]
+    print("\n".join(lines))
+    if args.write:
+        write_section(args.write, "\n".join(lines), "population_vs_single")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Expands every ``experiments/**/*.toml`` with this checkout's code and with the c
 and full run configs. Fields added since ``--base`` are reported apart: a sweep compares run
 configs with such fields at their defaults, so they do not change which runs a sweep holds.
 
-    python benchmarks/recipes_expand.py --base HEAD~3
+    python checks/recipes_expand.py --base HEAD~3
 """
 
 from __future__ import annotations

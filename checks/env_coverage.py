@@ -6,8 +6,10 @@ tried under it, as its users run it: ALE ids under ``atari`` (only the ``ALE/*-v
 v0/v4/NoFrameskip ids are the same games under older settings), MiniGrid and BabyAI under
 ``minigrid``.
 
-    python benchmarks/env_coverage.py                 # every id; appends a section to RESULTS.md
-    python benchmarks/env_coverage.py --ids FrozenLake-v1 Taxi-v4 --write ""
+    python checks/env_coverage.py                     # every id
+    python checks/env_coverage.py --ids FrozenLake-v1 Taxi-v4
+
+Exit status 1 when an id crashes (an error that is not rlkit's one-line refusal).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import tempfile
 import time
 import warnings
 
-from report import ExtendList, emit
+from rlkit.ablation.measurements import ExtendList, write_section
 
 
 def family_ids() -> list[str]:
@@ -68,7 +70,8 @@ def try_id(env_id: str, logdir: str) -> tuple[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ids", nargs="+", action=ExtendList, default=None, help="these ids only (default: every registered id)")
-    parser.add_argument("--write", default="benchmarks/RESULTS.md")
+    parser.add_argument("--write", default="", metavar="FILE",
+                        help="markdown file whose env_coverage section the table replaces (default: print only)")
     args = parser.parse_args()
     ids = args.ids or family_ids()
     rows = []
@@ -84,11 +87,16 @@ def main() -> None:
              f"{counts['CRASH']} crashed (not a one-line error).", "",
              "| env id | outcome | detail |", "|---|---|---|"]
     lines += [f"| {i} | {s} | {d} |" for i, s, d in rows]
-    header = [f"\n### Env coverage: every registered Gymnasium id with a tiny budget — {time.strftime('%Y-%m-%d %H:%M')}",
-              f"Command: `python benchmarks/env_coverage.py {' '.join(sys.argv[1:])}`  ",
+    header = [f"### Env coverage: every registered Gymnasium id with a tiny budget — {time.strftime('%Y-%m-%d %H:%M')}",
+              f"Command: `python checks/env_coverage.py {' '.join(sys.argv[1:])}`  ",
               f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, "
               f"Python {platform.python_version()}\n"]
-    emit(header + lines, args.write)
+    text = "\n".join(header + lines)
+    print(text)
+    if args.write:
+        write_section(args.write, text, "env_coverage")
+    sys.exit(1 if counts["CRASH"] else 0)
+
 
 if __name__ == "__main__":
     main()
