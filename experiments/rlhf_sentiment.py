@@ -16,7 +16,7 @@ One command from a fresh checkout: ``make rlhf-sentiment`` (or ``python experime
 5. PPO with the rlkit core against that reward model, KL-penalized to the frozen initial policy.
    VADER stays a held-out "gold" judge: it is logged (``charts/gold_score``) but never trained on.
 
-Prints a JSON summary (and with --write appends it to benchmarks/RESULTS.md): updates, wall
+Prints a JSON summary (and with --write FILE appends it to that markdown file): updates, wall
 time, reward-model score and gold score before/after, KL, sample responses before/after.
 """
 

@@ -7,8 +7,8 @@ Baselines3 Zoo's own configuration for this task (minigrid's ``FlatObsWrapper`` 
 (b) as rlkit's sweep builds it from the ``minigrid`` preset (``build_model``). It reports the mean
 training (stochastic) return of SB3's last 100 episodes and rlkit's protocol (10 greedy episodes).
 
-    python benchmarks/minigrid_sb3_check.py              # seed 1, 100k steps; appends to RESULTS.md
-    python benchmarks/minigrid_sb3_check.py --seeds 1 2 --write ""
+    python experiments/parity/minigrid_sb3_check.py              # seed 1, 100k steps
+    python experiments/parity/minigrid_sb3_check.py --seeds 1 2 --write NOTES.md   # the table appended there too
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import sys
 import time
 
 import numpy as np
-from report import ExtendList
+
+from rlkit.ablation.measurements import ExtendList, write_section
 
 ENV = "MiniGrid-DoorKey-5x5-v0"
 
@@ -57,15 +58,15 @@ def harness(seed: int, steps: int) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1])
-    parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1], help="seeds, each trained twice")
+    parser.add_argument("--steps", type=int, default=100_000, help="env steps per training")
+    parser.add_argument("--write", default="", metavar="FILE", help="also append the table to FILE (default: print only)")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)
-    lines = [f"\n### SB3 on MiniGrid-DoorKey-5x5 outside the sweep — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python benchmarks/minigrid_sb3_check.py {' '.join(sys.argv[1:])}`  ",
+    lines = [f"### SB3 on MiniGrid-DoorKey-5x5 outside the sweep — {time.strftime('%Y-%m-%d %H:%M')}",
+             f"Command: `python experiments/parity/minigrid_sb3_check.py {' '.join(sys.argv[1:])}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, 1 torch thread\n",
              "| SB3 set-up | seed | steps | training return (last 100 episodes) | greedy return (10 episodes) |",
@@ -78,8 +79,7 @@ def main() -> None:
             lines.append(row)
             print(row, flush=True)
     if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+        write_section(args.write, "\n".join(lines))
 
 
 if __name__ == "__main__":

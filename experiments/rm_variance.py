@@ -6,7 +6,7 @@ raw score's spread between openings (std of per-opening means) and within them (
 opening's mean), and its correlation with VADER overall and within openings. This is the
 measurement behind the per-prompt score normalization (``rlkit/rlhf/score_norm.py``).
 
-    python benchmarks/rm_variance.py runs/rlhf_sentiment6/reward_model --per-prompt 4 --seed 123
+    python experiments/rm_variance.py runs/rlhf_sentiment6/reward_model --per-prompt 4 --seed 123
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("rm_dir")
-    parser.add_argument("--per-prompt", type=int, default=4)
-    parser.add_argument("--max-new-tokens", type=int, default=24)
-    parser.add_argument("--seed", type=int, default=123)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("rm_dir", help="the reward model's folder (rlkit rm train --output, or an RLHF run's reward_model/)")
+    parser.add_argument("--per-prompt", type=int, default=4, help="continuations sampled per opening")
+    parser.add_argument("--max-new-tokens", type=int, default=24, help="tokens per continuation at most")
+    parser.add_argument("--seed", type=int, default=123, help="sampling seed")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from transformers import AutoModelForCausalLM, AutoTokenizer

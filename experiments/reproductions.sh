@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The committed ablation reproductions: each recipe's sweep (resumable: finished runs are skipped),
 # its report, and the files copied to experiments/<...>/ (report.md, summary.json, figures, tables,
-# manifest). On a fresh machine this is many CPU-hours (see benchmarks/RESULTS.md for what each
-# took); run it in the background with `setsid nohup bash benchmarks/reproductions.sh &`.
+# manifest). On a fresh machine this is many CPU-hours (benchmarks/archive/RESULTS-log.md records
+# what each took); run it in the background with `setsid nohup bash experiments/reproductions.sh &`.
 # Runs are bit-for-bit repeatable on one CPU kind only: vector kernels round differently on another
 # (float rounding differs between CPU kinds), so a re-run elsewhere gives other numbers,
 # not the committed ones.
-# Usage: bash benchmarks/reproductions.sh [WORKERS [SPEC ...]]   (sweep directories: $SWEEPS, default
+# Usage: bash experiments/reproductions.sh [WORKERS [SPEC ...]]   (sweep directories: $SWEEPS, default
 # sweeps/); naming specs (e.g. experiments/hp3o/timing_cartpole.toml) reproduces only those.
 set -euo pipefail
 cd "$(dirname "$0")/.."
