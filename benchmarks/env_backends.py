@@ -6,7 +6,7 @@ the timed span is ``rlkit.train`` (envs and model built, rollouts and updates; n
 backends learn alike.
 
     python benchmarks/env_backends.py                          # CartPole 100k (3 backends), Pong 20k (2), 2 seeds
-    python benchmarks/env_backends.py --envs cartpole --seeds 1 --write ""
+    python benchmarks/env_backends.py --envs cartpole --seeds 1 --write ""   # a look, no figure written
 
 CartPole: the cartpole preset (4 envs x 128 steps), and with 64 envs x 8 steps (the same batch
 of 512 in 4 minibatches), where one vectorized step serves many envs. Pong: the atari preset on ALE/Pong-v5 at 8 envs
@@ -24,7 +24,9 @@ import sys
 import time
 
 import numpy as np
-from report import ExtendList
+from common import README, WRITE_HELP, emit
+
+from rlkit.ablation.measurements import ExtendList
 
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, backends=("gymnasium", "vector", "envpool")),
@@ -67,7 +69,7 @@ def main() -> None:
     parser.add_argument("--envs", nargs="+", action=ExtendList, default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2])
     parser.add_argument("--steps", type=int, default=None, help="override the per-env step budget")
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -85,18 +87,16 @@ def main() -> None:
                       f"eval {r['eval_return']:.1f}", flush=True)
         sps = {b: float(np.mean([r["steps"] / r["seconds"] for r in rs])) for b, rs in res.items()}
         rows.append((name, steps, sps, {b: [r["eval_return"] for r in rs] for b, rs in res.items()}))
-    if args.write:
-        lines = [f"\n### Env backends — {time.strftime('%Y-%m-%d %H:%M')}",
-                 f"Command: `python benchmarks/env_backends.py {' '.join(sys.argv[1:])}`  ",
-                 f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
-                 f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
-                 "| env | steps/run | seeds | backend | steps/s | × gymnasium | eval returns |", "|---|---|---|---|---|---|---|"]
-        for name, steps, sps, ret in rows:
-            for backend, v in sps.items():
-                lines.append(f"| {name}: {SETTINGS[name]['env']} | {steps:,} | {len(args.seeds)} | {backend} | {v:.0f} | "
-                             f"{v / sps['gymnasium']:.2f}× | {', '.join(f'{x:.0f}' for x in ret[backend])} |")
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+    lines = [f"### Env backends — {time.strftime('%Y-%m-%d %H:%M')}",
+             f"Command: `python benchmarks/env_backends.py {' '.join(sys.argv[1:])}`  ",
+             f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
+             "| env | steps/run | seeds | backend | steps/s | × gymnasium | eval returns |", "|---|---|---|---|---|---|---|"]
+    for name, steps, sps, ret in rows:
+        for backend, v in sps.items():
+            lines.append(f"| {name}: {SETTINGS[name]['env']} | {steps:,} | {len(args.seeds)} | {backend} | {v:.0f} | "
+                         f"{v / sps['gymnasium']:.2f}× | {', '.join(f'{x:.0f}' for x in ret[backend])} |")
+    emit(lines, args.write, "env_backends")
 
 
 if __name__ == "__main__":

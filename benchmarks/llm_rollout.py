@@ -15,17 +15,17 @@ import platform
 import statistics
 import time
 
+from common import README, WRITE_HELP, emit
 from llm_common import setup
-from report import emit
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--new-tokens", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--write", default="benchmarks/RESULTS.md")
+    parser.add_argument("--batch", type=int, default=8, help="prompts sampled at once (token envs, generate's rows)")
+    parser.add_argument("--new-tokens", type=int, default=32, help="new tokens per response at most")
+    parser.add_argument("--repeats", type=int, default=5, help="timed rounds of each, alternating (median reported)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     args = parser.parse_args()
     import torch
     from transformers import AutoModelForCausalLM
@@ -71,7 +71,7 @@ def main() -> None:
         ours.append(rlkit_rollout())
         theirs.append(generate())
     a, b = statistics.median(ours), statistics.median(theirs)
-    lines = [f"\n### LLM rollout throughput vs model.generate — {time.strftime('%Y-%m-%d %H:%M')}",
+    lines = [f"### LLM rollout throughput vs model.generate — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/llm_rollout.py --batch {args.batch} --new-tokens {args.new_tokens} "
              f"--repeats {args.repeats}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {args.threads} torch threads, SmolLM2-135M-Instruct fp32, "
@@ -79,7 +79,7 @@ def main() -> None:
              "| batch × new tokens | rlkit env + policy rollout (tok/s) | model.generate (tok/s) | ratio | target |",
              "|---|---|---|---|---|",
              f"| {args.batch} × {args.new_tokens} | {a:.1f} | {b:.1f} | {a / b:.2f}× | ≥ 0.8× |"]
-    emit(lines, args.write)
+    emit(lines, args.write, "llm_rollout")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,9 @@ activations): ``trl-grpo`` keeps TRL's default, ``trl-grpo-nogc`` turns it off, 
 
     pip install trl==1.12.0   # benchmark only; not an rlkit dependency
     python benchmarks/llm_vs_trl.py --iterations 4
+
+The PPO arms and the critic-free arms are two figures in benchmarks/README.md: a run replaces the
+figure of each group it ran.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ import subprocess
 import sys
 import time
 
+from common import README, WRITE_HELP, emit
 from llm_common import setup
-from report import ExtendList, cpu_model, emit
+
+from rlkit.ablation.measurements import ExtendList, cpu_model
 
 COMMON = dict(batch=8, new_tokens=32, epochs=4, temperature=0.7, lr=3e-6, kl_coef=0.05)
 GROUP = 4
@@ -174,6 +179,9 @@ WORKERS = {
 }
 """Arm -> (table label, the TRL arm it is compared with)."""
 
+GROUPS = {name: "ppo" if base == "trl" else "critic-free" for name, (_, base) in WORKERS.items()}
+"""Arm -> its figure in benchmarks/README.md: PPO with a value model, or the critic-free arms."""
+
 
 def run_worker(name: str, iterations: int, threads: int, style: str) -> list[float]:
     n = iterations + 1
@@ -194,7 +202,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prompts", choices=["chat", "plain"], default="chat",
                         help="chat-formatted review openings (46-62 tokens) or the bare openings (4-12 tokens)")
-    parser.add_argument("--write", default="benchmarks/RESULTS.md")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--arms", nargs="+", action=ExtendList, choices=list(WORKERS), default=list(WORKERS),
                         help="which arms to run (each in a fresh process, one after another)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -214,19 +222,20 @@ def main() -> None:
         medians[name], peaks[name] = statistics.median(times), record["peak_gb"]
         print(f"{name}: median {medians[name]:.2f} s per iteration over {len(times)} ({[round(t, 2) for t in times]}), "
               f"peak RSS {peaks[name]:.2f} GB", flush=True)
-    lines = [f"\n### One RLHF iteration vs TRL — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python benchmarks/llm_vs_trl.py --iterations {args.iterations} --threads {args.threads} "
-             f"--prompts {args.prompts} --arms {' '.join(args.arms)}`  ",
-             f"Machine: {platform.node()}, {platform.machine()}, {cpu_model()}, {args.threads} torch "
-             f"threads, nothing else running; SmolLM2-135M-Instruct fp32, 8 responses x 32 new tokens, 4 epochs, 1 "
-             f"minibatch, {args.prompts} prompts; critic-free arms: 2 prompts x {GROUP} answers\n",
-             "| arm | median s / iteration | speed-up vs its TRL arm | peak RSS (GB) |", "|---|---|---|---|"]
-    for name in args.arms:
-        label, base = WORKERS[name]
-        ratio = f"{medians[base] / medians[name]:.2f}×" if base in medians else "—"
-        lines.append(f"| {label} | {medians[name]:.2f} | {ratio} | {peaks[name]:.2f} |")
-    emit(lines, args.write)
-
+    for group in dict.fromkeys(GROUPS[name] for name in args.arms):  # each group the arms include
+        arms = [name for name in args.arms if GROUPS[name] == group]
+        lines = [f"### One RLHF iteration vs TRL — {time.strftime('%Y-%m-%d %H:%M')}",
+                 f"Command: `python benchmarks/llm_vs_trl.py --iterations {args.iterations} --threads {args.threads} "
+                 f"--prompts {args.prompts} --arms {' '.join(args.arms)}`  ",
+                 f"Machine: {platform.node()}, {platform.machine()}, {cpu_model()}, {args.threads} torch "
+                 f"threads, nothing else running; SmolLM2-135M-Instruct fp32, 8 responses x 32 new tokens, 4 epochs, 1 "
+                 f"minibatch, {args.prompts} prompts; critic-free arms: 2 prompts x {GROUP} answers\n",
+                 "| arm | median s / iteration | speed-up vs its TRL arm | peak RSS (GB) |", "|---|---|---|---|"]
+        for name in arms:
+            label, base = WORKERS[name]
+            ratio = f"{medians[base] / medians[name]:.2f}×" if base in medians else "—"
+            lines.append(f"| {label} | {medians[name]:.2f} | {ratio} | {peaks[name]:.2f} |")
+        emit(lines, args.write, f"llm_vs_trl:{group}")
 
 if __name__ == "__main__":
     main()

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from report import emit
+from common import README, WRITE_HELP, emit
 
 ROOT = Path(__file__).parents[1]
 CLI = "import sys, rlkit_launch; sys.argv[0] = 'rlkit'; sys.exit(rlkit_launch.main())"
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--committed", default="experiments/outer_ppo/results/summary.json")
     parser.add_argument("--workers", default="2")
     parser.add_argument("--budget", default=None, help="a spec budget (smoke) for a quick look")
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--vector", action="store_true", help="also a packed sweep on the vector env backend")
     args = parser.parse_args()
     budget = ["--budget", args.budget] if args.budget else []
@@ -70,7 +70,7 @@ def main() -> None:
         stats[pack] = intervals(sweep / "report" / "summary.json")
         print(f"{pack}: {seconds[pack]:.0f} s", flush=True)
     committed = intervals(ROOT / args.committed) if not args.budget else {}
-    lines = [f"\n### A recipe packed vs alone (`--pack auto` vs `--pack 1`) — {time.strftime('%Y-%m-%d %H:%M')}",
+    lines = [f"### A recipe packed vs alone (`--pack auto` vs `--pack 1`) — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/pack_speed.py {' '.join(sys.argv[1:])}` (spec {args.spec}, "
              f"{args.workers} workers{', budget ' + args.budget if args.budget else ''})  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python "
@@ -84,7 +84,7 @@ def main() -> None:
              "|---|---|---|---|---|" + ("---|---|" if args.vector else "")]
     for variant in stats["1"]:
         lines.append(_row(variant, stats, committed.get(variant), args.vector))
-    emit(lines, args.write)
+    emit(lines, args.write, "pack_speed")
 
 
 def _fmt(s: tuple[float, float, float] | None) -> str:

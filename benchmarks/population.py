@@ -10,13 +10,15 @@ CartPole; 5 in <= 3x on Hopper). Each member's mean evaluation return (10 episod
 printed to show the members learn.
 
     python benchmarks/population.py                           # CartPole 100k x 10 seeds, Hopper 100k x 5
-    python benchmarks/population.py --settings cartpole-vector --write ""
+    python benchmarks/population.py --settings cartpole-vector --write ""   # a look, no figure written
     python benchmarks/population.py --settings cartpole-vector hopper-async --repeat 3
     python benchmarks/population.py --settings cartpole-fastest --repeat 5  # 10 seeds vs the fastest single seed
     python benchmarks/population.py --settings hopper-hp3o    # HP3O: 10 seeds, each member's own update
 
 With ``--repeat R`` each setting's three runs go round R times, interleaved, and the table gives
 each one's median wall time (this machine's speed drifts by several percent from minute to minute).
+Each setting's table is its own figure in benchmarks/README.md: running some settings replaces
+their figures only.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import subprocess
 import sys
 import time
 
-from report import ExtendList, cpu_model
+from common import README, WRITE_HELP, emit
+
+from rlkit.ablation.measurements import ExtendList, cpu_model
 
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", steps=100_000, k=10, backend="gymnasium"),
@@ -95,34 +99,39 @@ def main() -> None:
     parser.add_argument("--settings", nargs="+", action=ExtendList, default=list(SETTINGS), choices=list(SETTINGS))
     parser.add_argument("--steps", type=int, default=None, help="override the per-seed step budget")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the three runs (medians reported)")
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(worker(args.settings[0], args.worker, args.steps)))
         return
-    lines = [f"\n### Many seeds in one process (population) — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python benchmarks/population.py {' '.join(sys.argv[1:])}`  ",
-             f"Machine: {platform.node()}, {cpu_model()}, {os.cpu_count()} cores, Python "
-             f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
-             "| setting | steps/seed | run | wall s, median (each round) | × one seed | aggregate steps/s | members' eval returns |",
-             "|---|---|---|---|---|---|---|"]
     for name in args.settings:
-        s = SETTINGS[name]
-        steps = args.steps or s["steps"]
-        runs = [(0, "one seed alone"), (1, "population K=1"), (s["k"], f"population K={s['k']}")]
-        rounds = [[run_worker(name, k, steps) for k, _ in runs] for _ in range(max(args.repeat, 1))]
-        medians = [_median([r[i] for r in rounds]) for i in range(len(runs))]
-        for i, ((k, label), r) in enumerate(zip(runs, medians)):
-            walls = ", ".join(f"{x[i]['seconds']:.1f}" for x in rounds)
-            row = (f"| {name}: {''.join(v + ' ' for v in s.get('variants', ()))}{s['env']} ({_backend(s, k)}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
-                   f"{steps:,} | {label} | {r['seconds']:.1f} ({walls}) | {r['seconds'] / medians[0]['seconds']:.2f}× | "
-                   f"{r['steps'] / r['seconds']:,.0f} | {', '.join(f'{x:.0f}' for x in r['returns'])} |")
-            lines.append(row)
-            print(row, flush=True)
-    if args.write:
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+        rows = setting_rows(name, args.steps, args.repeat)
+        head = [f"### Many seeds in one process (population) — {time.strftime('%Y-%m-%d %H:%M')}",
+                f"Command: `python benchmarks/population.py {' '.join(sys.argv[1:])}`  ",
+                f"Machine: {platform.node()}, {cpu_model()}, {os.cpu_count()} cores, Python "
+                f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
+                "| setting | steps/seed | run | wall s, median (each round) | × one seed | aggregate steps/s | "
+                "members' eval returns |", "|---|---|---|---|---|---|---|"]
+        emit(head + rows, args.write, f"population:{name}")
+
+
+def setting_rows(name: str, steps: int | None, repeat: int) -> list[str]:
+    """One setting's table rows: one seed alone, the population of one and of K, ``repeat`` rounds."""
+    s = SETTINGS[name]
+    steps = steps or s["steps"]
+    runs = [(0, "one seed alone"), (1, "population K=1"), (s["k"], f"population K={s['k']}")]
+    rounds = [[run_worker(name, k, steps) for k, _ in runs] for _ in range(max(repeat, 1))]
+    medians = [_median([r[i] for r in rounds]) for i in range(len(runs))]
+    rows = []
+    for i, ((k, label), r) in enumerate(zip(runs, medians)):
+        walls = ", ".join(f"{x[i]['seconds']:.1f}" for x in rounds)
+        row = (f"| {name}: {''.join(v + ' ' for v in s.get('variants', ()))}{s['env']} ({_backend(s, k)}{', async envs' if s.get('async_k') and k > 1 else ''}) | "
+               f"{steps:,} | {label} | {r['seconds']:.1f} ({walls}) | {r['seconds'] / medians[0]['seconds']:.2f}× | "
+               f"{r['steps'] / r['seconds']:,.0f} | {', '.join(f'{x:.0f}' for x in r['returns'])} |")
+        rows.append(row)
+        print(row, flush=True)
+    return rows
 
 
 if __name__ == "__main__":

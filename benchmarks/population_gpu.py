@@ -6,9 +6,10 @@ checkpoint before the end), one at a time. For every setting it runs the populat
 same machine. Reported: the wall time of the whole call (members built, trained, written), the
 aggregate env steps per second over it, and over the training loop alone (the members' own
 ``steps_per_second`` times K: the loop steps every member at once). A run that outlives
-``--timeout`` seconds is reported as such.
+``--timeout`` seconds is reported as such. Each setting's table is its own figure in
+benchmarks/README.md.
 
-    python benchmarks/population_gpu.py --write benchmarks/RESULTS.md
+    python benchmarks/population_gpu.py
     python benchmarks/population_gpu.py --settings cartpole --sizes 1 64 256 --steps 20000
 """
 
@@ -22,7 +23,9 @@ import subprocess
 import sys
 import time
 
-from report import ExtendList, emit
+from common import README, WRITE_HELP, emit
+
+from rlkit.ablation.measurements import ExtendList
 
 SETTINGS = {
     "cartpole": dict(preset="cartpole", env="CartPole-v1", backend="vector", steps=20_000, sizes=(1, 64, 256)),
@@ -72,38 +75,42 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", action=ExtendList, type=int, default=None, help="population sizes (default: per setting)")
     parser.add_argument("--steps", type=int, default=None, help="steps per member (default: per setting)")
     parser.add_argument("--timeout", type=float, default=240.0, help="seconds one run may take")
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--device", default="cuda", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(worker(args.settings[0], args.worker, args.steps, args.device)))
         return
-    lines = [f"\n### Populations with the network on the GPU — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python benchmarks/population_gpu.py {' '.join(sys.argv[1:])}`  ",
-             f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, {gpu_name()}, Python "
-             f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
-             "| setting | steps/member | network on | K | wall s | aggregate steps/s (wall) | aggregate steps/s (loop) |",
-             "|---|---|---|---|---|---|---|"]
     for name in args.settings:
-        s = SETTINGS[name]
-        steps = args.steps or s["steps"]
-        runs = [("cpu", 1)] + [("cuda", k) for k in (args.sizes or s["sizes"])]
-        for device, k in runs:
-            r = measure(name, k, steps, device, args.timeout)
-            label = f"{name}: {s['env']} ({s['backend']})"
-            if r is None:
-                row = f"| {label} | {steps:,} | {device} | {k} | > {args.timeout:.0f} (stopped) | – | – |"
-            elif "error" in r:
-                row = f"| {label} | {steps:,} | {device} | {k} | failed: {r['error']} | – | – |"
-            else:
-                failed = f" ({r['failed']} failed)" if r["failed"] else ""
-                row = (f"| {label} | {steps:,} | {device} | {k}{failed} | {r['seconds']:.1f} | "
-                       f"{r['steps'] / r['seconds']:,.0f} | {r['loop_steps_per_second']:,.0f} |")
-            print(row, flush=True)
-            lines.append(row)
-    emit(lines, args.write)
+        rows = setting_rows(name, args)
+        emit([f"### Populations with the network on the GPU — {time.strftime('%Y-%m-%d %H:%M')}",
+              f"Command: `python benchmarks/population_gpu.py {' '.join(sys.argv[1:])}`  ",
+              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, {gpu_name()}, Python "
+              f"{platform.python_version()}, 1 torch thread, runs one at a time\n",
+              "| setting | steps/member | network on | K | wall s | aggregate steps/s (wall) | aggregate steps/s (loop) |",
+              "|---|---|---|---|---|---|---|"] + rows, args.write, f"population_gpu:{name}")
 
+
+def setting_rows(name: str, args: argparse.Namespace) -> list[str]:
+    """One setting's table rows: one seed with the network on the CPU, then each population size on CUDA."""
+    s = SETTINGS[name]
+    steps = args.steps or s["steps"]
+    rows = []
+    for device, k in [("cpu", 1)] + [("cuda", k) for k in (args.sizes or s["sizes"])]:
+        r = measure(name, k, steps, device, args.timeout)
+        label = f"{name}: {s['env']} ({s['backend']})"
+        if r is None:
+            row = f"| {label} | {steps:,} | {device} | {k} | > {args.timeout:.0f} (stopped) | – | – |"
+        elif "error" in r:
+            row = f"| {label} | {steps:,} | {device} | {k} | failed: {r['error']} | – | – |"
+        else:
+            failed = f" ({r['failed']} failed)" if r["failed"] else ""
+            row = (f"| {label} | {steps:,} | {device} | {k}{failed} | {r['seconds']:.1f} | "
+                   f"{r['steps'] / r['seconds']:,.0f} | {r['loop_steps_per_second']:,.0f} |")
+        print(row, flush=True)
+        rows.append(row)
+    return rows
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every timed benchmark, strictly one after another, appending to benchmarks/RESULTS.md.
+# Every timed benchmark, strictly one after another; each replaces its figure in benchmarks/README.md.
 # Run on an otherwise idle machine (nothing else may hold a core while these run).
 set -euo pipefail
 cd "$(dirname "$0")/.."

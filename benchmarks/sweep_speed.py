@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from report import emit
+from common import README, WRITE_HELP, emit
 
 ROOT = Path(__file__).parents[1]
 
@@ -64,7 +64,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--write", default="benchmarks/RESULTS.md")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
     alone = [standalone(seed, args.steps, str(tmp / "alone")) for seed in range(1, args.runs + 1)]
@@ -88,7 +88,7 @@ def main() -> None:
     write_report(str(tmp / "synthetic"), reps=2000)
     report_wall = time.perf_counter() - start
     overhead = (walls - trains) / walls
-    lines = [f"\n### Sweep and report speed — {time.strftime('%Y-%m-%d %H:%M')}",
+    lines = [f"### Sweep and report speed — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `python benchmarks/sweep_speed.py {' '.join(sys.argv[1:])}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
              "nothing else running\n",
@@ -103,7 +103,7 @@ def main() -> None:
              f"| per-run overhead of a standalone run (also process start and imports) | {overhead.mean():.1%} | |",
              f"| `rlkit report` on 300 runs x 50 evaluations (3 envs x 5 variants x 20 seeds, 2000 bootstrap "
              f"resamples, 7 figures) | {report_wall:.1f} s | <= 30 s |"]
-    emit(lines, args.write)
+    emit(lines, args.write, "sweep_speed")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ included, and evaluation are excluded). Both agents
 are then evaluated by the same deterministic loop (10 episodes) to check equal learning.
 
     python benchmarks/throughput.py                      # CartPole (100k) and Hopper (20,480), 3 seeds
-    python benchmarks/throughput.py --envs cartpole --seeds 1 --write ""   # quick look, no RESULTS.md
+    python benchmarks/throughput.py --envs cartpole --seeds 1 --write ""   # a quick look, no figure written
 
 Settings: cartpole preset = 4 envs x 128 steps, 4 epochs x 4 minibatches (128), lr 2.5e-4
 annealed, ent 0.01; mujoco preset = 1 env x 2048 steps, 10 epochs x 32 minibatches (64),
@@ -25,7 +25,9 @@ import sys
 import time
 
 import numpy as np
-from report import ExtendList, cpu_model
+from common import README, WRITE_HELP, emit
+
+from rlkit.ablation.measurements import ExtendList, cpu_model
 
 SETTINGS = {
     "cartpole": dict(env="CartPole-v1", preset="cartpole", steps=100_000),
@@ -114,7 +116,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3])
     parser.add_argument("--steps", type=int, default=None, help="override the per-env default step budget")
     parser.add_argument("--frameworks", nargs="+", action=ExtendList, default=["rlkit", "sb3"], choices=["rlkit", "sb3"])
-    parser.add_argument("--write", default="benchmarks/RESULTS.md", help="append a section here ('' to skip)")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--kernels", default="auto", choices=["auto", "plain", "fast"],
                         help="rlkit's loss/optimizer implementation (TrainConfig.kernels)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -142,21 +144,19 @@ def main() -> None:
         print(f"{name}: " + ", ".join(f"{fw} {v:.0f} steps/s" for fw, v in sps.items()) + f", ratio {ratio:.2f}x")
         rows.append((name, steps, sps, ret, ratio))
 
-    if args.write:
-        lines = [f"\n### Throughput vs SB3 — {time.strftime('%Y-%m-%d %H:%M')}",
-                 f"Command: `python benchmarks/throughput.py {' '.join(sys.argv[1:])}`  ",
-                 f"Machine: {platform.node()}, {cpu_model()}, {__import__('os').cpu_count()} cores, "
-                 f"Python {platform.python_version()}, 1 torch thread, runs one at a time, "
-                 f"rlkit kernels={args.kernels}\n",
-                 "| env | steps/run | seeds | rlkit steps/s | SB3 steps/s | ratio | rlkit eval returns | SB3 eval returns |",
-                 "|---|---|---|---|---|---|---|---|"]
-        for name, steps, sps, ret, ratio in rows:
-            fmt = lambda xs: f"{np.mean(xs):.1f} ± {np.std(xs):.1f} ({', '.join(f'{x:.0f}' for x in xs)})"  # noqa: E731
-            lines.append(f"| {SETTINGS[name]['env']} | {steps:,} | {len(args.seeds)} | {sps.get('rlkit', float('nan')):.0f} "
-                         f"| {sps.get('sb3', float('nan')):.0f} | {ratio:.2f}× | {fmt(ret.get('rlkit', [np.nan]))} "
-                         f"| {fmt(ret.get('sb3', [np.nan]))} |")
-        with open(args.write, "a") as f:
-            f.write("\n".join(lines) + "\n")
+    lines = [f"### Throughput vs SB3 — {time.strftime('%Y-%m-%d %H:%M')}",
+             f"Command: `python benchmarks/throughput.py {' '.join(sys.argv[1:])}`  ",
+             f"Machine: {platform.node()}, {cpu_model()}, {__import__('os').cpu_count()} cores, "
+             f"Python {platform.python_version()}, 1 torch thread, runs one at a time, "
+             f"rlkit kernels={args.kernels}\n",
+             "| env | steps/run | seeds | rlkit steps/s | SB3 steps/s | ratio | rlkit eval returns | SB3 eval returns |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, steps, sps, ret, ratio in rows:
+        fmt = lambda xs: f"{np.mean(xs):.1f} ± {np.std(xs):.1f} ({', '.join(f'{x:.0f}' for x in xs)})"  # noqa: E731
+        lines.append(f"| {SETTINGS[name]['env']} | {steps:,} | {len(args.seeds)} | {sps.get('rlkit', float('nan')):.0f} "
+                     f"| {sps.get('sb3', float('nan')):.0f} | {ratio:.2f}× | {fmt(ret.get('rlkit', [np.nan]))} "
+                     f"| {fmt(ret.get('sb3', [np.nan]))} |")
+    emit(lines, args.write, "throughput")
 
 
 if __name__ == "__main__":
