@@ -237,5 +237,6 @@ def main() -> None:
             lines.append(f"| {label} | {medians[name]:.2f} | {ratio} | {peaks[name]:.2f} |")
         emit(lines, args.write, f"llm_vs_trl:{group}")
 
+
 if __name__ == "__main__":
     main()

@@ -112,5 +112,6 @@ def setting_rows(name: str, args: argparse.Namespace) -> list[str]:
         rows.append(row)
     return rows
 
+
 if __name__ == "__main__":
     main()

@@ -2,6 +2,8 @@
 its latest figure between markers that a run replaces in place; checks/README.md lists every check;
 no file names a benchmarks/ or checks/ path that does not exist."""
 
+import importlib
+import json
 import re
 import subprocess
 import sys
@@ -81,9 +83,34 @@ def test_no_file_names_a_benchmarks_or_checks_path_that_is_gone():
     assert gone == []
 
 
-def test_a_benchmark_run_replaces_its_figure_and_nothing_else(tmp_path):
-    """``throughput.py`` at a tiny budget, written into a copy of the README: its figure is the new
-    run's, every other line is as it was."""
+def test_a_benchmark_run_replaces_its_figure_and_nothing_else(tmp_path, monkeypatch):
+    """``sample_efficiency.py --summarize`` (its figure from recorded runs: nothing trained), run in
+    this process and written into a copy of the README: its figure is the new one, every other line
+    is as it was."""
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({"env": "Hopper-v5", "seed": s, "total_steps": 2048, "eval_return_mean": r,
+                                        "date": "2030-01-02 03:04", "machine": "m"}) + "\n"
+                            for s, r in ((1, 10.0), (2, 30.0))))
+    copy = tmp_path / "README.md"
+    copy.write_text(README.read_text())
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    for name in ("sample_efficiency", "common"):  # this checkout's scripts, imported afresh
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setattr(sys, "argv", ["sample_efficiency.py", "--summarize", "--out", str(runs), "--write", str(copy)])
+    importlib.import_module("sample_efficiency").main()
+    before, after = sections(README.read_text()), sections(copy.read_text())
+    assert list(after) == list(before)
+    assert {k for k in before if before[k] != after[k]} == {"sample_efficiency"}
+    assert after["sample_efficiency"].startswith("### Sample efficiency, mujoco preset — 2030-01-02 03:04\n")
+    assert "| Hopper-v5 | 2,048 | 2 | 20 ± 10 | s1: 10, s2: 30 | ~2400 |" in after["sample_efficiency"]
+    assert copy.read_text().replace(after["sample_efficiency"], "") == \
+        README.read_text().replace(before["sample_efficiency"], "")
+
+
+@pytest.mark.slow
+def test_a_timed_benchmark_run_replaces_its_figure_and_nothing_else(tmp_path):
+    """``throughput.py`` at a tiny budget (its own processes, seconds of training), written into a
+    copy of the README: its figure is the new run's, every other line is as it was."""
     copy = tmp_path / "README.md"
     copy.write_text(README.read_text())
     subprocess.run([sys.executable, "benchmarks/throughput.py", "--envs", "cartpole", "--seeds", "1", "--steps", "1024",
