@@ -16,8 +16,7 @@ from rlkit.errors import (CheckpointError, ConfigError, EnvError, NonFiniteError
                           UnsupportedSpaceError)
 from rlkit.gym.agent import Agent, load_agent
 from rlkit.gym.config import PRESETS, TrainConfig, preset
-from rlkit.gym.population import MemberOutcome
-from rlkit.gym.population_start import resume_population, train_population
+from rlkit.gym.population import MemberOutcome, resume_population, train_population
 from rlkit.gym.trainer import PPOTrainer, TrainResult, train
 from rlkit.variants import VariantGroups, VariantOptions
 

@@ -103,7 +103,7 @@ def _train(argv: list[str]) -> int:
     if cfg.resume:
         if known.preset:
             raise ConfigError("--preset cannot be combined with --resume (a resumed run keeps its own config)")
-        from rlkit.gym.population_start import is_member
+        from rlkit.gym.population import is_member
 
         if is_member(cfg.resume):  # a population's member continues as a population of one: same numbers
             return _train_population(cfg, argparse.Namespace(**{**vars(known), "resume": [cfg.resume]}), rest)
@@ -121,7 +121,7 @@ def _train(argv: list[str]) -> int:
 def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> int:
     """``rlkit train --seeds ...`` / ``--population K`` / ``--resume DIR DIR ...``: one JSON line per
     member; exit 1 when a member failed (the others finished)."""
-    from rlkit.gym.population_start import resume_population, train_population
+    from rlkit.gym.population import resume_population, train_population
 
     if known.resume:
         if known.seeds is not None or known.population is not None or known.preset:

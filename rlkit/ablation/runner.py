@@ -139,7 +139,7 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
 
 def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
     from rlkit.gym.config import TrainConfig
-    from rlkit.gym.population_start import is_member, resume_population
+    from rlkit.gym.population import is_member, resume_population
     from rlkit.gym.trainer import resume, train
 
     cfg = {**run.config, "logdir": str(run_dir.parent), "run_name": run.name, "resume": None, "progress": False,

@@ -1,6 +1,6 @@
 """A population's actor and critic MLPs (``K`` members' Linear/Tanh stacks, parameters stacked on a
 leading member axis) as one autograd node: the fast twin of the plain batched forward
-(:class:`rlkit.gym.stacked.StackedParameters`, autograd through ``baddbmm`` and ``tanh``).
+(:class:`rlkit.gym.population.network.StackedParameters`, autograd through ``baddbmm`` and ``tanh``).
 
 Why: as for one member (:mod:`rlkit.fast.mlp`), a PPO minibatch step of a small MLP is dominated by
 per-op cost: autograd recording, a backward node per op and a gradient accumulation per parameter.
@@ -12,7 +12,7 @@ buffer made once: numpy's stacked matmul is a loop of one GEMM per member (a mem
 not depend on ``K``), ~1 us of Python per op against torch's several, and its GEMM was as fast
 as or faster than torch's batched kernel for 1-10 members at these sizes (measured). Elsewhere
 (CUDA) every product is torch's batched matmul, with a width of 1 (a one-dimensional observation,
-a one-row minibatch) padded with zeros to 2 as :func:`rlkit.gym.stacked.stacked_linear` does it:
+a one-row minibatch) padded with zeros to 2 as :func:`rlkit.gym.population.network.stacked_linear` does it:
 torch takes a matrix-vector path for a single row or column, whose numbers for a member depend on
 ``K``.
 """
@@ -59,7 +59,7 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``x [K, B, in] @ weight [K, out, in]^T + bias [K, 1, out]``: one ``baddbmm`` (as the plain
-    :func:`rlkit.gym.stacked.stacked_linear`), or :func:`_bmm` and the bias where a width is 1."""
+    :func:`rlkit.gym.population.network.stacked_linear`), or :func:`_bmm` and the bias where a width is 1."""
     if x.shape[1] == 1 or 1 in weight.shape[1:]:
         return _bmm(x, weight.transpose(1, 2)) + bias
     return torch.baddbmm(bias, x, weight.transpose(1, 2))

@@ -16,8 +16,8 @@ from rlkit.core.stops import EnvStuck
 from rlkit.errors import RlkitError
 from rlkit.gym.agent import EvalEpisodes, EvalResult, eval_failure, open_episodes
 from rlkit.gym.envs import ENV_FAILURES, close_envs
-from rlkit.gym.population_host import stuck_error
-from rlkit.gym.stacked import StackedActor
+from rlkit.gym.population.host import stuck_error
+from rlkit.gym.population.network import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
 

@@ -12,7 +12,7 @@ from rlkit.core.config import PPOConfig
 from rlkit.core.loss import ppo_loss
 from rlkit.core.optim import FlatParameters
 from rlkit.gym.policies import MLPActorCritic
-from rlkit.gym.stacked import StackedActor, StackedLoss, StackedParameters, stacked_linear
+from rlkit.gym.population.network import StackedActor, StackedLoss, StackedParameters, stacked_linear
 
 SPACES = {
     "categorical": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),

@@ -3,7 +3,7 @@
 The members' rollout buffers are rows of one ``[K, T, N, ...]`` storage
 (:func:`rlkit.core.buffer.stack_buffers`), so a step of the whole population is one write per
 field; the members act from one batched forward (:class:`StackedActor`), sample from their own
-random streams, and step their envs in one call (:mod:`rlkit.gym.population_envs`). What keeps
+random streams, and step their envs in one call (:mod:`rlkit.gym.population.envs`). What keeps
 running statistics (observation normalization, reward scaling) runs member by member on the
 member's own rows, so each member's numbers are those of its rollout alone. A member whose envs
 fail, or return what does not fit or is not finite, is failed with its single run's one-line
@@ -22,10 +22,10 @@ from rlkit.core.heads import GaussianStack, NumpyCategorical, gaussians_together
 from rlkit.core.normalization import StatsRows, normalize_together, scale_together
 from rlkit.errors import RlkitError
 from rlkit.gym.envs import close_envs
-from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, Group, SharedCartPole, StackedStep
-from rlkit.gym.population_host import HostedEnvs, HostedSpec
 from rlkit.gym.policies import NumpyActor
-from rlkit.gym.stacked import StackedActor
+from rlkit.gym.population.envs import EachMembersEnvs, Elsewhere, Group, SharedCartPole, StackedStep
+from rlkit.gym.population.host import HostedEnvs, HostedSpec
+from rlkit.gym.population.network import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
 
@@ -50,7 +50,7 @@ def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPo
     shared by all (each member's own envs closed and replaced by its group) with
     ``env_backend="vector"``; with ``async_envs`` the last ``K - K // 2`` members' envs remade in one
     worker process
-    (:mod:`rlkit.gym.population_host`), a group that steps there while this process acts for the
+    (:mod:`rlkit.gym.population.host`), a group that steps there while this process acts for the
     others and steps their own envs (such members are built with in-process envs); else their own.
     The worker takes the larger half: this process also samples, normalizes and records for all."""
     cfg = members[0].cfg

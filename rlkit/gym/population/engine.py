@@ -30,9 +30,9 @@ from rlkit.core.loop import Schedule, blas_threads, open_logger, set_learning_ra
 from rlkit.core.stops import Interrupted, SignalStop, stop_on_signals
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
-from rlkit.gym.population_eval import evaluate_together
-from rlkit.gym.population_rollout import StackedRollout
-from rlkit.gym.stacked import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
+from rlkit.gym.population.eval import evaluate_together
+from rlkit.gym.population.rollout import StackedRollout
+from rlkit.gym.population.network import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
 from rlkit.gym.trainer import PPOTrainer, TrainResult
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
