@@ -21,8 +21,8 @@ import tyro
 from rlkit.cli_flags import (refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
                              resume_changes)
 from rlkit.core.config import deferred_validation
-from rlkit.core.stops import StopRequest, stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
+from rlkit.io.signals import StopRequest, stop_on_signals
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
 """Flags stay flat (``--clip-coef``) although the PPO and variant fields are composed sub-configs."""
@@ -296,7 +296,7 @@ def _records(argv: list[str]) -> int:
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
-    from rlkit.core.stops import Interrupted
+    from rlkit.io.signals import Interrupted
     from rlkit.gym.population import PopulationInterrupted
 
     signum = getattr(exc, "signum", signal.SIGINT)

@@ -26,17 +26,18 @@ from typing import Any
 import torch
 
 from rlkit.core.buffer import Rollout
-from rlkit.core.loop import Schedule, blas_threads, open_logger, set_learning_rate
-from rlkit.core.stops import Interrupted, SignalStop, stop_on_signals
+from rlkit.core.loop import Schedule, open_logger, set_learning_rate
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
 from rlkit.gym.population.eval import evaluate_together
-from rlkit.gym.population.rollout import StackedRollout
 from rlkit.gym.population.network import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
+from rlkit.gym.population.rollout import StackedRollout
 from rlkit.gym.trainer import PPOTrainer, TrainResult
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
+from rlkit.io.signals import Interrupted, SignalStop, stop_on_signals
+from rlkit.io.threads import blas_threads
 
 log = logging.getLogger("rlkit")
 

@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from rlkit.core.stops import EnvStuck, env_wait
 from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.envs import ENV_FAILURES, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.io.process import die_with_owner
+from rlkit.io.signals import EnvStuck, env_wait
 from rlkit.io.wire import pack_arrays, pack_object, unpack
 
 
