@@ -48,10 +48,10 @@ class FlatAdam:
 
 
 class AdamsTogether:
-    """Several :class:`FlatAdam` optimizers (a population's members) stepped by one fused-kernel
-    call: the kernel updates each parameter on its own, so each gets the bits of its own ``step()``.
-    Made with :meth:`of` for a stretch of steps in which the optimizers' settings do not change
-    (a population's epoch); their step counters advance in one call too."""
+    """Several :class:`FlatAdam` optimizers (one per model, with the same settings) stepped by one
+    fused-kernel call: the kernel updates each parameter on its own, so each gets the bits of its
+    own ``step()``. Made with :meth:`of` for a stretch of steps in which the optimizers' settings do
+    not change (an epoch); their step counters advance in one call too."""
 
     def __init__(self, optimizers: list[FlatAdam], states: list[dict]) -> None:
         first = optimizers[0].adam.param_groups[0]

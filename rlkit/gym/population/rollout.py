@@ -18,8 +18,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.core.buffer import stack_buffers
-from rlkit.core.heads import GaussianStack, NumpyCategorical, gaussians_together, stack_gaussians
-from rlkit.core.normalization import StatsRows, normalize_together, scale_together
+from rlkit.core.heads import GaussianStack, NumpyCategorical, sample_stacked_gaussians, stack_gaussians
+from rlkit.core.normalization import StackedStats, normalize_stacked, scale_stacked
 from rlkit.errors import RlkitError
 from rlkit.gym.envs import close_envs
 from rlkit.gym.policies import NumpyActor
@@ -101,7 +101,7 @@ class StackedRollout:
         """Box observations: all members' batches encoded in one pass."""
         self.alone = len(members) == 1 and isinstance(self.envs, EachMembersEnvs) and self.envs.hosted is None
         """One member stepping its own envs in this process."""
-        self.rows = {g: (StatsRows(), StatsRows()) for g in self.envs.groups}
+        self.rows = {g: (StackedStats(), StackedStats()) for g in self.envs.groups}
         """Each group's observation and reward statistics, stacked from one step to the next."""
         self.gaussians: dict[Group, GaussianStack | None] = {}
         """Each group's Gaussian samplers of this rollout's snapshots, stacked."""
@@ -188,7 +188,7 @@ class StackedRollout:
             if stack is not None and len(live) == rows >= TOGETHER:  # the whole group, stacked once
                 return Acts(*stack.sample(params, rngs[g.lo:g.hi]))
             acts = self._blank(rows, n)
-            drawn = gaussians_together([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
+            drawn = sample_stacked_gaussians([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
                 if len(live) >= TOGETHER else None
             if drawn is not None:
                 acts.actions[at], acts.log_probs[at] = drawn.actions, drawn.log_probs
@@ -239,7 +239,7 @@ class StackedRollout:
             live, at, idx = self._where(g)
         dones = out.terminated | out.truncated
         if self.cfg.norm_reward and len(live) >= TOGETHER:
-            s["rewards"][idx, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[at],
+            s["rewards"][idx, t] = scale_stacked([members[k].parts.rew_scaler for k in live], out.rewards[at],
                                                  dones[at], self.rows[g][1])
         elif self.cfg.norm_reward:
             for k in live:
@@ -254,10 +254,10 @@ class StackedRollout:
         live, at, _ = self._where(g)
         norms = [self.members[k].parts.obs_norm for k in live]
         if len(live) >= TOGETHER and isinstance(at, slice):
-            return normalize_together(norms, raw, self.rows[g][0])
+            return normalize_stacked(norms, raw, self.rows[g][0])
         nxt = np.zeros(raw.shape, np.float32)
         if len(live) >= TOGETHER:
-            nxt[at] = normalize_together(norms, raw[at], self.rows[g][0])
+            nxt[at] = normalize_stacked(norms, raw[at], self.rows[g][0])
         for k, norm in zip(live, norms) if len(live) < TOGETHER else ():
             nxt[k - g.lo] = norm(raw[k - g.lo], update=True)
         return nxt
