@@ -1,8 +1,8 @@
 """Adam over the single flat parameter, stepped by calling torch's fused Adam kernel directly.
 
-``torch.optim.Optimizer.step`` wraps every call in profiling hooks and generic grouping code:
-~60 us of Python per step on CPU around a ~7 us kernel (profiled); with one parameter there is
-nothing to group. The state lives in a real ``torch.optim.Adam`` (``fused=True``), so
+``torch.optim.Optimizer.step`` wraps every call in profiling hooks and generic grouping code,
+several times the kernel's own time in Python on the CPU; with one parameter there is nothing to
+group. The state lives in a real ``torch.optim.Adam`` (``fused=True``), so
 ``state`` and ``param_groups`` are Adam's own, and the first step (which builds the state)
 goes through it. Bit-identical to ``Adam.step`` (tested). The kernel is a private torch API:
 where a torch build lacks it, every step goes through ``Adam.step``.

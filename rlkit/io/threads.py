@@ -50,13 +50,12 @@ _BLAS = _BlasLimit()
 @contextlib.contextmanager
 def blas_threads(limit: int) -> Iterator[None]:
     """Numpy's BLAS limited to ``limit`` threads inside the block, restored when the last block that
-    limits it ends. Every run limits it to one, for two reasons. Its bits: on some CPUs (an AMD Zen 5
-    here) OpenBLAS's multi-threaded GEMM rounds otherwise than its single-threaded one, so a run's
-    numbers would depend on the thread count it happens to get (in-process envs or env workers, a
-    single run or a population member). Its speed: OpenBLAS's threads spin-wait, and beside a busy
-    process the critic's pass over a 512-step CartPole rollout took 5.6 ms with two threads against
-    0.1 ms with one (measured on a 2-core machine); alone, one thread made a 100k-step CartPole run
-    about 2% slower (measured on the Zen 5)."""
+    limits it ends. Every run limits it to one, for two reasons. Its bits: on some CPUs OpenBLAS's
+    multi-threaded GEMM rounds otherwise than its single-threaded one, so a run's numbers would
+    depend on the thread count it happens to get (in-process envs or env workers, one run in a
+    process or several). Its speed: OpenBLAS's threads spin-wait, so beside a busy process (an env
+    worker, another run) they slow a PPO update's small products down instead of sharing them,
+    while a run alone gains little from them."""
     _BLAS.enter(limit)
     try:
         yield

@@ -136,8 +136,7 @@ class Population:
         with contextlib.ExitStack() as held:
             held.callback(lambda: self.rollout.close(abort=not done))  # the env worker, however this ends
             # One BLAS thread: the update's products are one member's small GEMM each (numpy's, in
-            # rlkit.fast.stacked_mlp), where OpenBLAS's threads cost more than they share (10 CartPole
-            # members, 100k steps each: 14.0 s against 17.0 s with two, measured on 2 cores).
+            # rlkit.fast.stacked_mlp), where OpenBLAS's threads cost more than they share.
             held.enter_context(blas_threads(1))
             for m in self.members:
                 held.enter_context(m.lock)

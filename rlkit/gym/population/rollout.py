@@ -31,8 +31,8 @@ from rlkit.gym.trainer import PPOTrainer
 
 TOGETHER = 2
 """From this many live members in a group, their normalizations and Gaussian samples run in one
-numpy pass (their statistics kept stacked between steps); one alone runs member by member, faster
-for it (measured). Each member gets the same bits either way (tested), so the choice never changes
+numpy pass (their statistics kept stacked between steps); one alone runs member by member, which
+costs less for one. Each member gets the same bits either way (tested), so the choice never changes
 a member's numbers."""
 
 
