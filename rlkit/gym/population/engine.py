@@ -1,4 +1,4 @@
-"""Many seeds in one process: a population of independent PPO runs trained as one batched network.
+"""The population's engine: independent PPO runs trained in lockstep as one batched network.
 
 Every member is a whole single run (:class:`PPOTrainer`): its own seed, envs, weights, Adam state,
 normalization statistics, random streams, run directory, TensorBoard events, checkpoints and
