@@ -59,7 +59,7 @@ def worker(name: str, k: int, steps: int) -> dict:
     import torch._dynamo  # noqa: F401  (torch.optim imports it on the first optimizer; outside the timed span)
 
     import rlkit
-    from rlkit.gym.population_start import train_population
+    from rlkit.gym.population import train_population
 
     s = SETTINGS[name]
     cfg = rlkit.preset(s["preset"], *s.get("variants", ()), env=s["env"], env_backend=_backend(s, k), total_steps=steps, eval_episodes=0,

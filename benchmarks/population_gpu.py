@@ -37,7 +37,7 @@ def worker(name: str, k: int, steps: int, device: str) -> dict:
     import torch._dynamo  # noqa: F401  (outside the timed span, as in benchmarks/population.py)
 
     import rlkit
-    from rlkit.gym.population_start import train_population
+    from rlkit.gym.population import train_population
 
     s = SETTINGS[name]
     cfg = rlkit.preset(s["preset"], env=s["env"], env_backend=s["backend"], total_steps=steps, eval_episodes=0,

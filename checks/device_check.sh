@@ -26,7 +26,7 @@ echo "$PWD" > "$site/rlkit-checkout.pth"; ln -sfn "$PWD/envs" "$site/rlkit_envs"
   --write "$out/population_vs_single.md" 2>&1 | tail -12
 [ "${PACK_BITS:-0}" = 0 ] || timeout 300 python3 checks/pack_bits.py --write "$out/pack_bits.md" 2>&1 | tail -14
 # The CUDA-only tests first, on their own (they skip on machines without a GPU).
-[ "${CUDA_TESTS:-1}" = 0 ] || timeout 150 python3 -m pytest -q -rfEs --timeout 120 tests/rlhf/test_rlhf_cuda.py tests/gym/test_population_cuda.py \
+[ "${CUDA_TESTS:-1}" = 0 ] || timeout 150 python3 -m pytest -q -rfEs --timeout 120 tests/rlhf/test_rlhf_cuda.py tests/gym/population/test_cuda.py \
   tests/ablation/test_pool_start.py 2>&1 | tail -15
 [ "${BENCH_SECONDS:-200}" = 0 ] || timeout "${BENCH_SECONDS:-200}" python3 benchmarks/population_gpu.py --timeout 90 ${BENCH_ARGS:-} --write "$out/gpu_results.md" 2>&1 | tail -25
 timeout "${TEST_SECONDS:-300}" python3 -m pytest -v -n "${WORKERS:-12}" --timeout 240 -rfE \

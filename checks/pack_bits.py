@@ -24,7 +24,7 @@ from safetensors.torch import load_file
 import rlkit
 import rlkit.gym.checkpoint
 from rlkit.ablation.measurements import ExtendList, cpu_model, write_section
-from rlkit.gym.population_start import resume_population, train_population
+from rlkit.gym.population import resume_population, train_population
 
 BASE = dict(env="CartPole-v1", total_steps=8192, num_envs=2, num_steps=128, eval_every=512, eval_episodes=2,
             checkpoint_every=256, device="cpu", torch_threads=1, progress=False)

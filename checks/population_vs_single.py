@@ -68,7 +68,7 @@ def main() -> None:
     import torch
 
     from rlkit.ablation.stats import improvement, interval_estimates
-    from rlkit.gym.population_start import train_population
+    from rlkit.gym.population import train_population
 
     torch.set_num_threads(1)
     seeds = list(range(1, args.seeds + 1))

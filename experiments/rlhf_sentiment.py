@@ -130,7 +130,7 @@ def main() -> None:
     from rlkit.rlhf.score_norm import NORMALIZATION_FILE
     from rlkit.core.device import torch_device
     from rlkit.rlhf.reward_model import RMConfig, RMResult, train_reward_model
-    from rlkit.core.loop import Interrupted
+    from rlkit.io.signals import Interrupted
     from rlkit.rlhf.trainer import RLHFResult, RLHFTrainer
     from rlkit.rlhf.config import RLHFConfig
 

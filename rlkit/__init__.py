@@ -16,17 +16,16 @@ from rlkit.errors import (CheckpointError, ConfigError, EnvError, NonFiniteError
                           UnsupportedSpaceError)
 from rlkit.gym.agent import Agent, load_agent
 from rlkit.gym.config import PRESETS, TrainConfig, preset
-from rlkit.gym.population import MemberOutcome
-from rlkit.gym.population_start import resume_population, train_population
+from rlkit.gym.population import MemberOutcome, resume_population, train_population
 from rlkit.gym.trainer import PPOTrainer, TrainResult, train
-from rlkit.variants import VariantGroups, VariantOptions
+from rlkit.variants import VariantGroups
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Agent", "Batch", "CategoricalHead", "CheckpointError", "ConfigError", "DiagGaussianHead", "EnvError",
     "GAEResult", "LossOutput", "NonFiniteError", "PPOConfig", "PPOTrainer", "PRESETS", "RlkitError",
-    "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantGroups", "VariantOptions",
+    "RolloutBuffer", "TrainConfig", "TrainResult", "UnsupportedSpaceError", "VariantGroups",
     "clipped_surrogate", "compute_gae", "load_agent", "make_head", "ppo_loss", "preset", "register_head", "train",
     "MemberOutcome", "resume_population", "train_population",
 ]

@@ -21,8 +21,8 @@ import tyro
 from rlkit.cli_flags import (flags_given, refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
                              resume_changes)
 from rlkit.core.config import deferred_validation
-from rlkit.core.stops import StopRequest, stop_on_signals
 from rlkit.errors import ConfigError, RlkitError
+from rlkit.io.signals import StopRequest, stop_on_signals
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
 """Flags stay flat (``--clip-coef``) although the PPO and variant fields are composed sub-configs."""
@@ -105,7 +105,7 @@ def _train(argv: list[str]) -> int:
     if cfg.resume:
         if known.preset:
             raise ConfigError("--preset cannot be combined with --resume (a resumed run keeps its own config)")
-        from rlkit.gym.population_start import is_member
+        from rlkit.gym.population import is_member
 
         if is_member(cfg.resume):  # a population's member continues as a population of one: same numbers
             return _train_population(cfg, argparse.Namespace(**{**vars(known), "resume": [cfg.resume]}), rest)
@@ -123,7 +123,7 @@ def _train(argv: list[str]) -> int:
 def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> int:
     """``rlkit train --seeds ...`` / ``--population K`` / ``--resume DIR DIR ...``: one JSON line per
     member; exit 1 when a member failed (the others finished)."""
-    from rlkit.gym.population_start import resume_population, train_population
+    from rlkit.gym.population import resume_population, train_population
 
     if known.resume:
         if known.seeds is not None or known.population is not None or known.preset:
@@ -309,7 +309,7 @@ def _records(argv: list[str]) -> int:
 
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     from rlkit.ablation.sweep import SweepInterrupted
-    from rlkit.core.stops import Interrupted
+    from rlkit.io.signals import Interrupted
     from rlkit.gym.population import PopulationInterrupted
 
     signum = getattr(exc, "signum", signal.SIGINT)

@@ -28,9 +28,9 @@ import torch
 from safetensors.torch import load_file
 
 import rlkit
-from rlkit.core.loop import Interrupted
 from rlkit.gym.trainer import PPOTrainer, resume
 from rlkit.io.checkpoint import resolve_checkpoint
+from rlkit.io.signals import Interrupted
 from tests import tiny_lm
 
 ROOT = Path(__file__).parents[1]

@@ -50,7 +50,7 @@ def _common(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _env_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The record's ``gymnasium.make`` keyword arguments (records written before the field: none)."""
+    """The record's ``gymnasium.make`` keyword arguments (a record without the field: none)."""
     return json.loads(cfg.get("env_kwargs") or "{}")
 
 

@@ -41,7 +41,7 @@ def check_pack(pack: Any) -> int | None:
 def _packable(config: dict[str, Any]) -> bool:
     """Whether a population trains this config (vector observations, no masks)."""
     from rlkit.gym.config import TrainConfig
-    from rlkit.gym.population_start import check_population
+    from rlkit.gym.population import check_population
 
     try:
         check_population(TrainConfig.from_dict({**config, "resume": None}))
@@ -52,7 +52,7 @@ def _packable(config: dict[str, Any]) -> bool:
 
 def _started_alone(run_dir: Path) -> bool:
     """A run directory with something written (more than its lock) by a run that trained alone."""
-    from rlkit.gym.population_start import is_member
+    from rlkit.gym.population import is_member
     from rlkit.io.lock import RUN_LOCK
 
     return run_dir.is_dir() and any(p.name != RUN_LOCK for p in run_dir.iterdir()) and not is_member(run_dir)
@@ -99,7 +99,7 @@ def train_pack(runs: list[RunSpec], runs_dir: Path) -> dict[str, PackMember]:
     """The pack's runs: new ones as one population, started ones (members of earlier packs)
     resumed together where their newest checkpoints are at the same step. Run name -> how it ended."""
     from rlkit.gym.config import TrainConfig
-    from rlkit.gym.population_start import resume_population, train_population
+    from rlkit.gym.population import resume_population, train_population
 
     new, started = [], {}
     for run in runs:

@@ -10,9 +10,9 @@ one process, so its seconds are the pack's: ``pack_train_seconds`` is the pack's
 (rollouts and updates of every member) and ``pack_steps_per_second`` its env steps (all members)
 per second of it; ``train_seconds`` and ``run_seconds`` are the run's share (the pack's divided
 by ``pack_size``) and ``steps_per_second`` its steps per second of that share (its pack's rate).
-A pack's members are named in their status files; for records written before they were, the
-members of a (variant, env) that share their status file's seconds (a pack writes the same
-number to each) count as one pack.
+A pack's members are named in their status files; where a status names no pack, the members of
+a (variant, env) that share their status file's seconds (a pack writes the same number to each)
+count as one pack.
 """
 
 from __future__ import annotations
@@ -180,8 +180,8 @@ def _json(value: Any) -> Any:
 
 
 def stored_runs(stored: dict[str, Any]) -> dict[str, Any] | None:
-    """The stored runs' ``[kind, config]`` by name: from the manifest, or (manifests written before
-    it kept them) the stored spec expanded with today's presets; None if that fails."""
+    """The stored runs' ``[kind, config]`` by name: from the manifest, or (a manifest without
+    ``runs``) the stored spec expanded with the current presets; None if that fails."""
     if isinstance(stored.get("runs"), dict):
         return stored["runs"]
     try:
@@ -229,7 +229,7 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
 
 def pack_sizes(runs: list[Any], statuses: dict[str, dict[str, Any]]) -> dict[str, int]:
     """Per run: how many runs trained in its pack (1: alone), from its status file's ``pack``, or
-    (records written before statuses named their pack) the runs of its (variant, env) whose status
+    (a status that names no pack) the runs of its (variant, env) whose status
     holds the same ``seconds``, which a pack writes to each of its members."""
     shared: dict[tuple[str, str, float], int] = {}
     for run in runs:

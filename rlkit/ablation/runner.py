@@ -139,7 +139,7 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
 
 def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
     from rlkit.gym.config import TrainConfig
-    from rlkit.gym.population_start import is_member, resume_population
+    from rlkit.gym.population import is_member, resume_population
     from rlkit.gym.trainer import resume, train
 
     cfg = {**run.config, "logdir": str(run_dir.parent), "run_name": run.name, "resume": None, "progress": False,
@@ -162,9 +162,9 @@ def _train(run: RunSpec, run_dir: Path) -> dict[str, Any]:
 
 
 def _one_thread() -> None:
-    """One torch thread and one BLAS thread per run: runs side by side on the cores. (Measured: two
-    CartPole runs at once with numpy's default OpenBLAS threads took 4.45 s each against 1.99 s alone;
-    with one BLAS thread each, 1.99 s.)"""
+    """One torch thread and one BLAS thread per run: runs side by side on the cores. (OpenBLAS's
+    default threads spin-wait, so runs side by side would slow each other down; with one BLAS
+    thread each, each runs as fast as alone.)"""
     import torch
     from threadpoolctl import threadpool_limits
 

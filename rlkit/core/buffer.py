@@ -64,7 +64,7 @@ class RolloutBuffer:
 
     def place_in(self, arrays: dict[str, np.ndarray]) -> None:
         """Store the fields in ``arrays`` (contiguous ``[T, N, ...]`` arrays of the fields' shapes and
-        dtypes, e.g. one member's row of a population's ``[K, T, N, ...]`` storage) from now on."""
+        dtypes, e.g. one row of a ``[K, T, N, ...]`` storage of several buffers) from now on."""
         for key in self.FIELDS:
             array = arrays[key]
             if array.shape != self.np[key].shape or array.dtype != self.np[key].dtype or not array.flags.c_contiguous:

@@ -135,8 +135,8 @@ class NumpyCategorical:
 
     def sample_from_uniforms(self, out: np.ndarray, u: np.ndarray) -> NumpySample:
         """Rows of logits ``[..., N, k]`` with one uniform each ``[..., N]`` in ``[0, 1)`` (modified
-        in place): the samples ``sample`` draws from those uniforms, for any leading axes (a
-        population's members; each row's numbers are those it gets alone, tested)."""
+        in place): the samples ``sample`` draws from those uniforms, for any leading axes (e.g. ``K``
+        stacked models; each row's numbers are those it gets alone, tested)."""
         z = out - out.max(-1, keepdims=True)
         cdf = np.exp(z).cumsum(-1)  # unnormalized; its last column is the partition sum
         total = cdf[..., -1]
@@ -155,7 +155,7 @@ class NumpyCategorical:
 
 def gaussian_log_prob(mean: torch.Tensor, log_std: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """``log N(actions; mean, exp(log_std)^2)`` summed over the last axis: ``mean``, ``actions``
-    ``[..., B, A]``, ``log_std`` broadcasting to them (``[A]``, or ``[K, 1, A]`` for K members)."""
+    ``[..., B, A]``, ``log_std`` broadcasting to them (``[A]``, or ``[K, 1, A]`` for ``K`` stacked heads)."""
     z = (actions - mean) * torch.exp(-log_std)
     return (-0.5 * z.square() - log_std).sum(-1) - mean.shape[-1] * _LOG_SQRT_2PI
 
@@ -228,7 +228,7 @@ class _NumpyGaussian:
 def gaussian_from_noise(out: np.ndarray, noise: np.ndarray, std: np.ndarray, log_norm: np.ndarray | np.float32
                         ) -> NumpySample:
     """Diagonal Gaussian samples of means ``out [..., N, A]`` from standard normal ``noise`` of that
-    shape: ``std`` broadcasting to it (``[A]``, or ``[K, 1, A]`` for a population's members) and
+    shape: ``std`` broadcasting to it (``[A]``, or ``[K, 1, A]`` for ``K`` stacked samplers) and
     ``log_norm`` to ``[..., N]`` (a scalar, or ``[K, 1]``); each row's numbers are its own."""
     actions = out + noise * std
     log_probs = (-0.5 * np.square(noise)).sum(-1) - log_norm
@@ -236,8 +236,8 @@ def gaussian_from_noise(out: np.ndarray, noise: np.ndarray, std: np.ndarray, log
 
 
 class GaussianStack(NamedTuple):
-    """Members' diagonal Gaussian samplers stacked once (a rollout's snapshots), to sample all of
-    them in one pass at every step."""
+    """``K`` diagonal Gaussian samplers stacked on a leading axis once, to sample all of them in
+    one pass at every step (each from its own random stream)."""
 
     std: np.ndarray
     """``[K, 1, A]``."""
@@ -245,8 +245,8 @@ class GaussianStack(NamedTuple):
     """``[K, 1]``."""
 
     def sample(self, out: np.ndarray, rngs: list[np.random.Generator]) -> NumpySample:
-        """Member ``k``'s ``sample(out[k], rngs[k])`` for every ``k`` of ``out [K, N, A]`` (each
-        member's noise drawn from its own stream)."""
+        """Sampler ``k``'s ``sample(out[k], rngs[k])`` for every ``k`` of ``out [K, N, A]`` (each
+        row's noise drawn from its own stream)."""
         noise = np.empty(out.shape, np.float32)
         for k, rng in enumerate(rngs):
             rng.standard_normal(out.shape[1:], dtype=np.float32, out=noise[k])
@@ -261,10 +261,11 @@ def stack_gaussians(samplers: list[NumpySampler]) -> GaussianStack | None:
                          np.array([s.log_norm for s in samplers], np.float32)[:, None])  # type: ignore[attr-defined]
 
 
-def gaussians_together(samplers: list[NumpySampler], out: np.ndarray, rngs: list[np.random.Generator]
-                       ) -> NumpySample | None:
-    """``samplers[k].sample(out[k], rngs[k])`` for every member in one pass (each member's noise
-    drawn from its own stream), or None, drawing nothing, where they are not all diagonal Gaussians."""
+def sample_stacked_gaussians(samplers: list[NumpySampler], out: np.ndarray, rngs: list[np.random.Generator]
+                             ) -> NumpySample | None:
+    """``samplers[k].sample(out[k], rngs[k])`` for every ``k`` of ``out [K, N, A]`` in one pass
+    (each row's noise drawn from its own stream), or None, drawing nothing, where they are not all
+    diagonal Gaussians."""
     stack = stack_gaussians(samplers)
     return None if stack is None else stack.sample(out, rngs)
 

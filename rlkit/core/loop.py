@@ -1,5 +1,7 @@
-"""The run loop both trainers use: seeding, the run directory (new or resumed), logging,
-learning-rate annealing, checkpoint cadence and the result file.
+"""The update loop both trainers use: the log (opened fresh or resumed), learning-rate annealing,
+the updates to the end, the checkpoint cadence and a signal's stop after the update in flight.
+The run around it (its directory and lock, seeds and threads, the result file, signal handling)
+is :mod:`rlkit.io`'s (:mod:`~rlkit.io.run`, :mod:`~rlkit.io.threads`, :mod:`~rlkit.io.signals`).
 
 A trainer provides :class:`Steps`: one update at a time (``iterate``), its checkpoint (``save``)
 and what follows an update, a checkpoint and the run; it composes a :class:`Learner` and a
@@ -8,25 +10,20 @@ and what follows an update, a checkpoint and the run; it composes a :class:`Lear
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, NamedTuple, Protocol
+from typing import Any, Mapping, NamedTuple, Protocol
 
-import torch
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from rlkit.core.learner import Learner, Progress
-from rlkit.core.stops import EnvStuck, Interrupted, SignalStop, stop_on_signals
-from rlkit.io.checkpoint import checkpoint_candidates, is_run_dir, new_run_dir, no_checkpoint_error, run_dir_of
-from rlkit.io.files import check_writable, write_json
-from rlkit.io.lock import RUN_LOCK, FolderLock
+from rlkit.io.checkpoint import checkpoint_candidates
+from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
+from rlkit.io.signals import EnvStuck, Interrupted, SignalStop, stop_on_signals
 
 log = logging.getLogger("rlkit")
 
@@ -99,89 +96,6 @@ EPISODE_RESEED_STRIDE = 7919
 so restarts never reuse the run's first seeds), so a resumed run continues as an uninterrupted one."""
 EVAL_SEED_OFFSET = 10_000
 """Evaluation episodes use ``seed + EVAL_SEED_OFFSET``: other episodes than training's, the same every time."""
-PROMPT_STREAM_STRIDE = 100_003
-"""RLHF sub-env i's prompt stream is seeded ``seed * PROMPT_STREAM_STRIDE + i`` (a prime above any env count)."""
-
-
-def seed_and_threads(seed: int, threads: int) -> None:
-    """Torch's global seed and intra-op thread count for this run."""
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
-    # cuDNN times candidate convolution algorithms (benchmark mode) and some accumulate with atomics:
-    # fixed, deterministic choices keep a resumed CUDA run's numbers those of an uninterrupted one.
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cudnn.deterministic = True
-
-
-class _BlasLimit:
-    """The process's one BLAS limit, shared by the runs that want it (in threads of one process,
-    runs may overlap): the first to enter sets it, the last to leave restores what was before."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.holders = 0
-        self.limiter: Any = None
-
-    def enter(self, limit: int) -> None:
-        with self.lock:
-            if self.holders == 0:
-                self.limiter = threadpool_limits(limit, user_api="blas")
-            self.holders += 1
-
-    def leave(self) -> None:
-        with self.lock:
-            self.holders -= 1
-            if self.holders == 0:
-                self.limiter.restore_original_limits()
-                self.limiter = None
-
-
-_BLAS = _BlasLimit()
-
-
-@contextlib.contextmanager
-def blas_threads(limit: int) -> Iterator[None]:
-    """Numpy's BLAS limited to ``limit`` threads inside the block, restored when the last block that
-    limits it ends. Every run limits it to one, for two reasons. Its bits: on some CPUs (an AMD Zen 5
-    here) OpenBLAS's multi-threaded GEMM rounds otherwise than its single-threaded one, so a run's
-    numbers would depend on the thread count it happens to get (in-process envs or env workers, a
-    single run or a population member). Its speed: OpenBLAS's threads spin-wait, and beside a busy
-    process the critic's pass over a 512-step CartPole rollout took 5.6 ms with two threads against
-    0.1 ms with one (measured on a 2-core machine); alone, one thread made a 100k-step CartPole run
-    about 2% slower (measured on the Zen 5)."""
-    _BLAS.enter(limit)
-    try:
-        yield
-    finally:
-        _BLAS.leave()
-
-
-class RunDir(NamedTuple):
-    """A run's directory and this process's lock on it."""
-
-    path: Path
-    lock: FolderLock
-    """Held until the run ends: a second process training the same run (two ``--resume``) is
-    refused in one line, and so is a directory this process cannot write."""
-
-
-def open_run_dir(logdir: str, run_name: str | None, default_name: str, resume: str | None) -> RunDir:
-    """The resumed run's directory, or a new one made exclusively: ``logdir/run_name`` (refused
-    if it exists) or ``logdir/default_name`` (numbered on a clash, e.g. runs started together);
-    locked for this process."""
-    path = run_dir_of(resume) if resume else new_run_dir(logdir, run_name or default_name,
-                                                         numbered=run_name is None)
-    if resume and not is_run_dir(path):
-        raise no_checkpoint_error(resume)  # not a run: nothing is locked (or written) there
-    lock = FolderLock(path, RUN_LOCK, "rlkit process", "resume it again").acquire()  # checks path is writable
-    if resume and (path / "checkpoints").is_dir():
-        with lock.released_on_error():
-            check_writable(path / "checkpoints")  # where a resumed run writes its next checkpoint
-    return RunDir(path, lock)
-
-
-def timestamp() -> str:
-    return time.strftime("%Y%m%d-%H%M%S")
 
 
 def open_logger(run_dir: Path, resumed_at: int | None, config: Mapping[str, Any], variant: str,
@@ -304,9 +218,3 @@ def _update(steps: Steps, learner: Learner, progress: Progress, logger: Logger, 
     bar.update(1 if schedule.log_by_updates else units)
     if postfix:
         bar.set_postfix_str(postfix, refresh=False)
-
-
-def write_result(run_dir: Path, result: Mapping[str, Any]) -> None:
-    """``result.json`` (what the CLI prints as one line), written atomically: a sweep counts a run
-    with a readable ``result.json`` as finished."""
-    write_json(run_dir / "result.json", dict(result))

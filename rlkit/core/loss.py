@@ -54,7 +54,7 @@ class RatioStats(NamedTuple):
 @torch.no_grad()
 def ratio_stats(log_ratio: torch.Tensor, clip_coef: float, dim: int | None = None) -> RatioStats:
     """Scalars of ``log_ratio [B]``, or with ``dim`` the statistics over that axis only (``[K, B]``
-    -> ``[K]``: each member of a population its own)."""
+    -> ``[K]``: each row its own, for ``K`` models trained side by side)."""
     ratio = log_ratio.exp()
     return RatioStats(_mean((ratio - 1) - log_ratio, dim), _mean(((ratio - 1).abs() > clip_coef).float(), dim))
 
@@ -66,7 +66,7 @@ def _mean(x: torch.Tensor, dim: int | None) -> torch.Tensor:
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float,
                       dim: int | None = None) -> torch.Tensor:
     """``mean(max(-A * r, -A * clip(r, 1 - eps, 1 + eps)))`` over ``[B]`` ratios and advantages (or
-    over ``dim`` only: per member of a population's ``[K, B]``)."""
+    over ``dim`` only: per row of ``[K, B]``)."""
     return _mean(torch.max(-advantages * ratio, -advantages * ratio.clamp(1 - clip_coef, 1 + clip_coef)), dim)
 
 
@@ -112,8 +112,8 @@ def ppo_loss_terms(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_value
                    clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool,
                    vloss_form: str = "max", dim: int | None = None) -> LossOutput:
     """The PPO loss from the policy's log-probs and entropies of ``mb.actions``: ``[B]`` inputs and
-    scalar terms, or with ``dim`` the means over that axis only (``[K, B]`` -> ``[K]``: every member
-    of a population its own loss)."""
+    scalar terms, or with ``dim`` the means over that axis only (``[K, B]`` -> ``[K]``: ``K``
+    models' minibatches side by side, each row its own loss)."""
     advantages = normalize_advantages(mb.advantages, dim) if norm_adv else mb.advantages
     log_ratio = new_log_probs - mb.log_probs
     pg_loss = clipped_surrogate(log_ratio.exp(), advantages, clip_coef, dim)

@@ -133,11 +133,11 @@ class RewardScaler:
         self.returns = returns
 
 
-class StatsRows:
-    """A population's running statistics (and reward scalers' discounted returns) kept as rows of
-    ``[K, ...]`` arrays between its steps: each member's ``mean``, ``var`` (and ``returns``) are
-    views of its rows, updated in place, so a step stacks nothing. Statistics replaced since the
-    last step (loaded, or updated alone) are stacked again first. In place or not, each member's
+class StackedStats:
+    """``K`` running statistics (and reward scalers' discounted returns) kept stacked as rows of
+    ``[K, ...]`` arrays from one update to the next: each one's ``mean``, ``var`` (and ``returns``)
+    are views of its row, updated in place, so an update stacks nothing. Statistics replaced since
+    the last update (loaded, or updated alone) are stacked again first. In place or not, each row's
     numbers are those of :meth:`RunningMeanStd.update` (the same operations in the same order)."""
 
     def __init__(self) -> None:
@@ -147,7 +147,7 @@ class StatsRows:
 
     def fold(self, stats: list[RunningMeanStd], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each ``stats[k].update(x[k])`` for ``x [K, n, *shape]``; returns the means and variances
-        ``[K, *shape]`` (the rows themselves: read them before the next step)."""
+        ``[K, *shape]`` (the rows themselves: read them before the next update)."""
         if len(stats) != len(self.stats) or not all(
                 a is b and a.mean.base is self.mean and a.var.base is self.var for a, b in zip(stats, self.stats)):
             self._stack(stats)
@@ -182,15 +182,15 @@ class StatsRows:
         return self.returns
 
 
-def normalize_together(norms: list[ObsNormalizer], obs: np.ndarray, rows: StatsRows | None = None) -> np.ndarray:
-    """``norms[k](obs[k], update=True)`` for every member of a population, ``obs [K, N, *shape]``,
-    in a few numpy calls for all (normalizers of one config: the first one's settings); ``rows``
-    keeps their statistics stacked from one step to the next."""
+def normalize_stacked(norms: list[ObsNormalizer], obs: np.ndarray, rows: StackedStats | None = None) -> np.ndarray:
+    """``norms[k](obs[k], update=True)`` for every ``k`` of ``obs [K, N, *shape]``, in a few numpy
+    calls for all (normalizers of one config: the first one's settings); ``rows`` keeps their
+    statistics stacked from one call to the next."""
     first = norms[0]
     if not first.enabled:
         return np.asarray(obs, dtype=first.dtype)
     x = np.asarray(obs, dtype=np.float32)
-    mean, var = (rows or StatsRows()).fold([m.rms for m in norms], x)
+    mean, var = (rows or StackedStats()).fold([m.rms for m in norms], x)
     means, inv_stds = mean.astype(np.float32), (1.0 / np.sqrt(var + first.eps)).astype(np.float32)
     if first.fixed is not None:
         means[:, first.fixed], inv_stds[:, first.fixed] = 0.0, 1.0
@@ -200,15 +200,15 @@ def normalize_together(norms: list[ObsNormalizer], obs: np.ndarray, rows: StatsR
     return np.minimum(np.maximum(out, -first.clip, out=out), first.clip, out=out)
 
 
-def scale_together(scalers: list[RewardScaler], rewards: np.ndarray, dones: np.ndarray,
-                   rows: StatsRows | None = None) -> np.ndarray:
-    """``scalers[k](rewards[k], dones[k], update=True)`` for every member, ``rewards [K, N]``;
-    ``rows`` keeps their statistics and returns stacked from one step to the next."""
+def scale_stacked(scalers: list[RewardScaler], rewards: np.ndarray, dones: np.ndarray,
+                  rows: StackedStats | None = None) -> np.ndarray:
+    """``scalers[k](rewards[k], dones[k], update=True)`` for every ``k`` of ``rewards [K, N]``;
+    ``rows`` keeps their statistics and returns stacked from one call to the next."""
     first = scalers[0]
     rewards = np.asarray(rewards, dtype=np.float32)
     if not first.enabled:
         return rewards
-    rows = rows or StatsRows()
+    rows = rows or StackedStats()
     returns = rows.discounted(scalers, rewards)
     _, var = rows.fold([sc.rms for sc in scalers], returns)
     if dones.any():

@@ -40,9 +40,9 @@ class FlatParameters:
         """Number of leading entries that belong to the actor (the rest is the critic)."""
 
     def move_to(self, data: torch.Tensor, grad: torch.Tensor) -> None:
-        """Keep theta in ``data`` and its gradient in ``grad`` (each ``[P]``, e.g. a member's rows of a
-        population's ``[K, P]`` matrices) from now on: theta is copied there, the gradient zeroed,
-        and every parameter becomes a view of them. The optimizer's state is keyed by
+        """Keep theta in ``data`` and its gradient in ``grad`` (each ``[P]``, e.g. one row of
+        ``[K, P]`` matrices that stack several models' parameters) from now on: theta is copied
+        there, the gradient zeroed, and every parameter becomes a view of them. The optimizer's state is keyed by
         ``self.param``, which stays the same object."""
         data.copy_(self.data)
         grad.zero_()

@@ -1,8 +1,8 @@
 """Adam over the single flat parameter, stepped by calling torch's fused Adam kernel directly.
 
-``torch.optim.Optimizer.step`` wraps every call in profiling hooks and generic grouping code:
-~60 us of Python per step on CPU around a ~7 us kernel (profiled); with one parameter there is
-nothing to group. The state lives in a real ``torch.optim.Adam`` (``fused=True``), so
+``torch.optim.Optimizer.step`` wraps every call in profiling hooks and generic grouping code,
+several times the kernel's own time in Python on the CPU; with one parameter there is nothing to
+group. The state lives in a real ``torch.optim.Adam`` (``fused=True``), so
 ``state`` and ``param_groups`` are Adam's own, and the first step (which builds the state)
 goes through it. Bit-identical to ``Adam.step`` (tested). The kernel is a private torch API:
 where a torch build lacks it, every step goes through ``Adam.step``.
@@ -48,10 +48,10 @@ class FlatAdam:
 
 
 class AdamsTogether:
-    """Several :class:`FlatAdam` optimizers (a population's members) stepped by one fused-kernel
-    call: the kernel updates each parameter on its own, so each gets the bits of its own ``step()``.
-    Made with :meth:`of` for a stretch of steps in which the optimizers' settings do not change
-    (a population's epoch); their step counters advance in one call too."""
+    """Several :class:`FlatAdam` optimizers (one per model, with the same settings) stepped by one
+    fused-kernel call: the kernel updates each parameter on its own, so each gets the bits of its
+    own ``step()``. Made with :meth:`of` for a stretch of steps in which the optimizers' settings do
+    not change (an epoch); their step counters advance in one call too."""
 
     def __init__(self, optimizers: list[FlatAdam], states: list[dict]) -> None:
         first = optimizers[0].adam.param_groups[0]

@@ -1,6 +1,6 @@
 """Categorical log-prob and entropy as one autograd node (the fast path of
 :meth:`rlkit.core.heads.CategoricalHead.log_prob_entropy`), its forward and gradient also public
-as pure functions (a population's autograd-free step, :mod:`rlkit.fast.stacked_step`, calls the
+as pure functions (the autograd-free stacked step, :mod:`rlkit.fast.stacked_step`, calls the
 same ones, so both give the same bits)."""
 
 from __future__ import annotations
@@ -61,5 +61,5 @@ class _CategoricalLogProbEntropy(torch.autograd.Function):
 
 def categorical_log_prob_entropy(logits: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``[..., B]`` log pi(a|s) and entropy of logits ``[..., B, n]`` at int actions ``[..., B]``
-    (any leading axes: a population's members)."""
+    (any leading axes, e.g. ``K`` stacked models)."""
     return _CategoricalLogProbEntropy.apply(logits, actions.long())

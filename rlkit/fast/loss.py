@@ -2,7 +2,7 @@
 written out.
 
 Autograd would record ~25 tiny ops for the scalar objective and replay ~35 backward nodes; on
-CPU with minibatches of 64-128 that per-op cost was a third of a PPO step (profiled). The
+the CPU with minibatches of 64-128 that per-op cost is a large share of a PPO step. The
 forward below is the same formula; ``backward`` is its derivative. Both are tested against
 the plain path (tests/fast) in all sign/clip cases, including the rounding case where
 ``old + (V - old) != V`` inside the value clip range.

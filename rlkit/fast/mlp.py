@@ -1,12 +1,11 @@
 """A model's actor and critic MLPs (Linear/Tanh stacks, e.g. the gym trainer's policy) as one
 autograd node, installed by :func:`install_fused_forward` in the model's ``forward_override``.
 
-Why (profiled): with minibatches of 64-128 transitions the matrix products are a
-few microseconds each and a PPO step was dominated by per-op cost: autograd recording,
-backward nodes, one gradient accumulation per parameter, and ``torch.tanh``, which on this
-CPU build costs ~20 us for a 128x64 tensor where numpy's takes ~2 us. This node runs both
-MLPs forward with the tanh in numpy (CPU, float32), writes every weight and bias gradient
-with ``out=`` into one flat gradient, and hands autograd that single tensor for the flat
+Why: with minibatches of 64-128 transitions the matrix products are small and a PPO step is
+dominated by per-op cost: autograd recording, backward nodes, one gradient accumulation per
+parameter, and ``torch.tanh``, which on the CPU costs several times numpy's at these sizes. This
+node runs both MLPs forward with the tanh in numpy (CPU, float32), writes every weight and bias
+gradient with ``out=`` into one flat gradient, and hands autograd that single tensor for the flat
 parameter vector of :class:`~rlkit.core.optim.FlatParameters`.
 
 The math is the ordinary backward pass of ``y = W2 tanh(W1 tanh(W0 x + b0) + b1) + b2``; it
@@ -54,7 +53,7 @@ class FusedActorCritic:
 
     ``flat_param`` is the :class:`~rlkit.core.optim.FlatParameters` vector the modules' parameters are
     views of; ``slices`` maps each parameter (by identity) to its range in it. Weight views and
-    gradient views are made once here (per-call view creation was a measurable share of a step).
+    gradient views are made once here (making them on every call would cost a share of a step).
     """
 
     def __init__(self, actor: nn.Sequential, critic: nn.Sequential, flat_param: nn.Parameter,

@@ -1,20 +1,18 @@
-"""A population's actor and critic MLPs (``K`` members' Linear/Tanh stacks, parameters stacked on a
-leading member axis) as one autograd node: the fast twin of the plain batched forward
-(:class:`rlkit.gym.stacked.StackedParameters`, autograd through ``baddbmm`` and ``tanh``).
+"""``K`` actor and critic MLPs (Linear/Tanh stacks whose parameters are stacked on a leading axis)
+as one autograd node: the fast twin of a plain batched forward (autograd through ``baddbmm`` and
+``tanh``).
 
-Why: as for one member (:mod:`rlkit.fast.mlp`), a PPO minibatch step of a small MLP is dominated by
+Why: as for one model (:mod:`rlkit.fast.mlp`), a PPO minibatch step of a small MLP is dominated by
 per-op cost: autograd recording, a backward node per op and a gradient accumulation per parameter.
-This node runs both stacks forward, writes every member's weight and bias gradients into one
+This node runs both stacks forward, writes every model's weight and bias gradients into one
 ``[K, P]`` buffer laid out as theta, and hands autograd that single tensor.
 
 On the CPU (float32) the node is numpy throughout, on numpy views of theta and of the gradient
-buffer made once: numpy's stacked matmul is a loop of one GEMM per member (a member's numbers do
-not depend on ``K``), ~1 us of Python per op against torch's several, and its GEMM was as fast
-as or faster than torch's batched kernel for 1-10 members at these sizes (measured). Elsewhere
-(CUDA) every product is torch's batched matmul, with a width of 1 (a one-dimensional observation,
-a one-row minibatch) padded with zeros to 2 as :func:`rlkit.gym.stacked.stacked_linear` does it:
-torch takes a matrix-vector path for a single row or column, whose numbers for a member depend on
-``K``.
+buffer made once: numpy's stacked matmul is a loop of one GEMM per row of the leading axis (row
+k's numbers do not depend on ``K``), and a numpy op costs a fraction of a torch op's Python
+overhead. Elsewhere (CUDA) every product is torch's batched matmul, with a width of 1 (a
+one-dimensional observation, a one-row minibatch) padded with zeros to 2: torch takes a
+matrix-vector path for a single row or column, whose numbers for row k depend on ``K``.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ _tanh_backward = torch.ops.aten.tanh_backward
 
 
 class StackedLayer(NamedTuple):
-    """One linear layer of every member, as views of theta ``[K, P]`` and of the gradient buffer."""
+    """One linear layer of every model, as views of theta ``[K, P]`` and of the gradient buffer."""
 
     weight: torch.Tensor
     """``[K, out, in]``."""
@@ -58,15 +56,15 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def _linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """``x [K, B, in] @ weight [K, out, in]^T + bias [K, 1, out]``: one ``baddbmm`` (as the plain
-    :func:`rlkit.gym.stacked.stacked_linear`), or :func:`_bmm` and the bias where a width is 1."""
+    """``x [K, B, in] @ weight [K, out, in]^T + bias [K, 1, out]``: one ``baddbmm`` (as a plain
+    batched forward), or :func:`_bmm` and the bias where a width is 1."""
     if x.shape[1] == 1 or 1 in weight.shape[1:]:
         return _bmm(x, weight.transpose(1, 2)) + bias
     return torch.baddbmm(bias, x, weight.transpose(1, 2))
 
 
 class NumpyLayer(NamedTuple):
-    """One linear layer of every member for the numpy node: numpy views of theta and of the gradient
+    """One linear layer of every model for the numpy node: numpy views of theta and of the gradient
     buffer for the products, torch views for the elementwise and reduction ops around them."""
 
     weight: np.ndarray
@@ -83,13 +81,12 @@ class NumpyLayer(NamedTuple):
 
 
 STAGED_FROM = 16
-"""Single-threaded, OpenBLAS multiplies ``x [B, in]`` by a transposed ``[out, in]`` weight ~20%
-slower than by a contiguous ``[in, out]`` copy of it, copy included, for 64 x 64 and 4 -> 64 layers
-of 10 members over 128 rows; for a few outputs the copy costs more than it saves (measured). The
-choice follows the layer's width alone, never ``K``, so a member's bits do not depend on who else
-is in the population. Over a few rows OpenBLAS multiplies the two layouts with other kernels, whose
-rounding can differ (measured: up to ~2e-5 for a 300-wide layer over one or two rows); over 33
-rows and more they gave the same bits."""
+"""Layers this many outputs wide or wider multiply by a C-contiguous ``[in, out]`` copy of their
+transposed weight: single-threaded OpenBLAS multiplies ``x [B, in]`` by a contiguous matrix faster
+than by a transposed view, the copy included; for a few outputs the copy costs more than it saves.
+The two layouts can round differently (over a few rows OpenBLAS multiplies them with other
+kernels), so the choice follows the layer's width alone, never ``K``: row k's bits do not depend on
+how many models are stacked."""
 
 
 def _numpy_layer(layer: StackedLayer) -> NumpyLayer:
@@ -102,9 +99,8 @@ def _numpy_layer(layer: StackedLayer) -> NumpyLayer:
 def numpy_forward(layers: list[NumpyLayer], x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """``x [K, B, in]`` (C-contiguous float32) through tanh hidden layers; returns the output
     ``[K, B, out]`` and each layer's input. The products are numpy's (a wide layer's on its staged
-    weight, :data:`STAGED_FROM`), the bias add torch's (a
-    broadcast add twice as fast here, measured) and the tanh numpy's (several times faster than
-    torch's on this CPU build, as in :mod:`rlkit.fast.mlp`)."""
+    weight, :data:`STAGED_FROM`), the bias add torch's (an in-place broadcast add, cheaper than
+    numpy's) and the tanh numpy's (cheaper than torch's on the CPU, as in :mod:`rlkit.fast.mlp`)."""
     inputs = [x]
     for i, layer in enumerate(layers):
         if layer.staged is not None:
@@ -120,16 +116,16 @@ def numpy_forward(layers: list[NumpyLayer], x: np.ndarray) -> tuple[np.ndarray, 
 
 
 def numpy_backward(layers: list[NumpyLayer], inputs: list[np.ndarray], g: np.ndarray) -> None:
-    """Every member's weight and bias gradients of ``layers`` for the output gradient ``g [K, B, out]``
+    """Every model's weight and bias gradients of ``layers`` for the output gradient ``g [K, B, out]``
     (C-contiguous), written into the layers' gradient views: the products in numpy, the bias sums
-    and tanh's derivative in torch (one fused pass each, faster than numpy's here, measured)."""
+    and tanh's derivative in torch (one fused pass each, where numpy makes several)."""
     for i in range(len(layers) - 1, -1, -1):
         layer = layers[i]
         np.matmul(g.transpose(0, 2, 1), inputs[i], out=layer.grad_weight)
         torch.sum(torch.from_numpy(g), 1, keepdim=True, out=layer.grad_bias)
         if i:
             # With one output (the critic's) the product is an outer product: a broadcast multiply
-            # forms each element as the GEMM does, at ~1/4 of a depth-1 GEMM's cost (10 members, measured).
+            # forms each element as the GEMM does (one product each), for less than a depth-1 GEMM costs.
             back = np.multiply(g, layer.weight) if g.shape[2] == 1 else np.matmul(g, layer.weight)
             g = _tanh_backward(torch.from_numpy(back), torch.from_numpy(inputs[i])).numpy()
 
@@ -204,7 +200,7 @@ class StackedFusedMLP:
         return params, values[..., 0], Saved(actor_inputs, critic_inputs, False)
 
     def backward(self, g_params: torch.Tensor, g_values: torch.Tensor, inputs: Saved) -> torch.Tensor:
-        """Every member's gradient, written into the ``[K, P]`` buffer; returns a copy of it."""
+        """Every model's gradient, written into the ``[K, P]`` buffer; returns a copy of it."""
         if inputs.numpy:
             numpy_backward(self.numpy_actor, inputs.actor, np.ascontiguousarray(g_params.numpy()))
             numpy_backward(self.numpy_critic, inputs.critic, np.ascontiguousarray(g_values.numpy()[..., None]))

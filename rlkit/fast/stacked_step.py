@@ -1,14 +1,14 @@
-"""A population's PPO minibatch step for MLP actor-critics with a categorical head, without
-autograd: both stacks forward in numpy (:func:`rlkit.fast.stacked_mlp.numpy_forward`), the loss
-and its gradient written out (:func:`rlkit.fast.categorical.categorical_terms`,
-:func:`rlkit.fast.loss.objective` and their gradients), and the numpy backward straight into the
-population's ``theta.grad [K, P]``.
+"""A PPO minibatch step of ``K`` stacked MLP actor-critics (:mod:`rlkit.fast.stacked_mlp`) with a
+categorical head, without autograd: both stacks forward in numpy
+(:func:`rlkit.fast.stacked_mlp.numpy_forward`), the loss and its gradient written out
+(:func:`rlkit.fast.categorical.categorical_terms`, :func:`rlkit.fast.loss.objective` and their
+gradients), and the numpy backward straight into ``theta.grad [K, P]``.
 
 Why: with the fused nodes a stacked step still pays autograd's engine, three nodes' contexts, a
 copy of the node's gradient buffer and its accumulation into ``theta.grad`` (with a zeroing
-first): ~12% of a 10-member CartPole minibatch step (measured). The functions are the fused
-nodes' own, called in the order autograd calls them, so the gradient has the fused path's bits
-(tested with ``torch.equal``).
+first), a sizeable share of a small model's minibatch step. The functions are the fused nodes'
+own, called in the order autograd calls them, so the gradient has the fused path's bits (tested
+with ``torch.equal``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from rlkit.fast.stacked_mlp import StackedFusedMLP, numpy_backward, numpy_forwar
 
 
 class DirectStep:
-    """Forward, loss and gradient of every member's minibatch; the gradient overwrites all of
+    """Forward, loss and gradient of every model's minibatch; the gradient overwrites all of
     ``grad`` (the layers cover theta: :func:`covers`), so nothing needs zeroing first."""
 
     def __init__(self, mlp: StackedFusedMLP, grad: torch.Tensor, hp: PPOConfig) -> None:
@@ -34,7 +34,7 @@ class DirectStep:
 
     def __call__(self, mb: Batch, weights: torch.Tensor) -> LossOutput:
         """``[K]`` losses (``[K, B]`` log-ratios) of ``[K, B, ...]`` float32 minibatch fields, and
-        the gradient of ``sum(weights * loss)`` (``weights [K]``: 1 for a member that steps, 0 for
+        the gradient of ``sum(weights * loss)`` (``weights [K]``: 1 for a model that steps, 0 for
         one carried along) written into ``grad``."""
         hp = self.hp
         x = np.ascontiguousarray(mb.obs.numpy())

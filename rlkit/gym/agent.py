@@ -13,7 +13,6 @@ import numpy as np
 from rlkit.core.encoders import ObsEncoder, encode_items, make_encoder
 from rlkit.core.heads import make_head
 from rlkit.core.normalization import ObsNormalizer
-from rlkit.core.stops import env_wait
 from rlkit.errors import (CheckpointError, ConfigError, EnvError, ObservationError, RlkitError,
                           UnsupportedSpaceError, one_line)
 from rlkit.gym.config import TrainConfig
@@ -23,6 +22,7 @@ from rlkit.gym.masking import MaskedActorCritic, check_mask, env_mask
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
 from rlkit.io.progress import progress_bar
+from rlkit.io.signals import env_wait
 
 
 DEFAULT_EVAL_CAP = 10_000

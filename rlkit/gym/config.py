@@ -189,8 +189,8 @@ PRESETS: dict[str, dict[str, object]] = {
                   clip_coef=0.1, ent_coef=0.01, norm_obs=False, norm_reward=False, checkpoint_every=500_000,
                   eval_episodes=10),
     # Pgx's MinAtar PPO example (after PureJaxRL): lr 3e-4 held constant, 3 epochs, clip 0.2,
-    # entropy 0.01, at a 2-core CPU's scale (8 envs x 128 steps in 4 minibatches, where Pgx runs
-    # 4096 envs) and the 1M steps; MinAtar's small-grid CNN is chosen by the 10x10 planes.
+    # entropy 0.01, at a small CPU's scale (8 envs x 128 steps in 4 minibatches, where Pgx runs
+    # 4096 envs) and 1M steps; MinAtar's small-grid CNN is chosen by the 10x10 planes.
     "minatar": dict(env="MinAtar/Breakout-v1", total_steps=1_000_000, num_envs=8, num_steps=128,
                     num_minibatches=4, update_epochs=3, learning_rate=3e-4, anneal_lr=False, clip_coef=0.2,
                     ent_coef=0.01, norm_obs=False, norm_reward=False, checkpoint_every=100_000),

@@ -15,7 +15,6 @@ from typing import Any, Iterator
 import gymnasium as gym
 import numpy as np
 
-from rlkit.core.stops import EnvStuck, env_wait
 from rlkit.errors import ConfigError, EnvError
 from rlkit.errors import one_line as _one_line
 from rlkit.gym.backends import make_envpool_backend, make_vector_backend
@@ -23,6 +22,7 @@ from rlkit.gym.masking import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
 from rlkit.gym.wrappers import check_wrappers, make_kwargs, wrap
 from rlkit.io.process import die_with_owner
+from rlkit.io.signals import EnvStuck, env_wait
 
 log = logging.getLogger("rlkit")
 

@@ -2,14 +2,14 @@
 
 Tags are grouped: ``charts/`` (returns, lengths, learning rate, steps/s), ``losses/``
 (policy, value, entropy, approx_kl, clipfrac, explained variance) and one group per
-variant (``outer/``, ``hp3o/``). All of one step's scalars go out as one event (one
-``add_scalar`` per tag cost ~1 ms per update on CartPole, ~3% of a run, when profiled) and
-read back exactly like ``add_scalar``'s.
+variant (``outer/``, ``hp3o/``). All of one step's scalars go out as one event (rather than
+one event, with its framing and write, per tag as ``add_scalar`` makes them) and read back
+exactly like ``add_scalar``'s.
 
 Events are written in the calling thread (:class:`EventFile`), not by TensorBoard's
-``FileWriter``, whose writer thread per run computes each record's CRC-32C in pure Python
-(~75 us an event here): a population of 10 members, each with its own writer thread, spent
-~0.6 s of a 14 s CartPole run on those threads holding the GIL (measured). The record format is
+``FileWriter``, whose writer thread per run computes each record's CRC-32C in pure Python,
+holding the GIL: many runs in one process would each keep such a thread busy beside the
+training. The record format is
 TensorFlow's TFRecord, with the CRC from ``google-crc32c`` where it is installed. Each event goes
 to the file in one unbuffered write as it is logged (a few microseconds, once per update), so
 TensorBoard sees an update's scalars at once however long the next update takes.

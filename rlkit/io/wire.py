@@ -1,9 +1,9 @@
-"""Messages between a trainer and its worker process over a pipe: numpy arrays as their raw bytes
+"""Messages between a process and its worker process over a pipe: numpy arrays as their raw bytes
 behind a small header, anything else pickled.
 
-A step's arrays cross as bytes because pickling them each way costs ~90 us a round trip against
-~20 us (measured, a MuJoCo population's step of three members), half a Hopper step. Arrays
-arrive bit for bit as sent (dtype, shape and bytes), as writable copies.
+Arrays cross as bytes because that costs a fraction of pickling them, which counts where messages
+go each way at every environment step. Arrays arrive bit for bit as sent (dtype, shape and bytes),
+as writable copies.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ class RLHFConfig(ComposedConfig):
         if self.num_envs % self.num_minibatches:
             raise ConfigError(f"num_minibatches={self.num_minibatches} does not divide num_envs={self.num_envs} "
                               "(minibatches are whole sequences)")
-        if not self.resume:  # a run stored before this check resumes as it was (one token: advantage 0)
+        if not self.resume:  # refused for a new run; a stored run resumes as it was set (one token: advantage 0)
             require_minibatches(self.num_envs, self.num_minibatches, self.norm_adv, "num_envs", ONE_RESPONSE)
         if self.kl_target is not None and not (math.isfinite(self.kl_target) and self.kl_target > 0):
             raise ConfigError(f"kl_target must be > 0 or None, got {self.kl_target!r}")

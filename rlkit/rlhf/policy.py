@@ -61,8 +61,8 @@ def hidden_at(trunk: nn.Module, ids: torch.Tensor, mask: torch.Tensor, rows: tor
     context; positions come from the mask. Every pass over a grid derives the window from the
     same token columns (``through``), so the policy's, the reference's and the training passes
     run on the same shapes (the KL is exactly 0 while the policy equals the reference).
-    (Grouping rows by length to skip the remaining padding was tried and measured no faster
-    on CPU: the weight-gradient matmuls lose more with short groups than the padding costs.)
+    (Rows are not grouped by length to skip the remaining padding: on the CPU the
+    weight-gradient matmuls lose more with short groups than the padding costs.)
 
     With ``prompt_width`` P > 0, columns ``[0, P)`` are the prompts: when rows repeat a prompt
     (the group variant asks each prompt several times), each distinct prompt runs once and its

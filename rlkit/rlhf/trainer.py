@@ -25,13 +25,14 @@ from safetensors.torch import save_file
 from rlkit.core.buffer import Batch
 from rlkit.core.device import torch_device
 from rlkit.core.learner import Progress
-from rlkit.core.loop import (PROMPT_STREAM_STRIDE, Iteration, RunDir, RunSpec, Schedule, open_run_dir,
-                             seed_and_threads, timestamp, train_steps, write_result)
+from rlkit.core.loop import Iteration, RunSpec, Schedule, train_steps
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
 from rlkit.errors import OutputError, one_line
 from rlkit.io.logger import Logger
+from rlkit.io.run import RunDir, open_run_dir, timestamp, write_result
+from rlkit.io.threads import seed_and_threads
 from rlkit.rlhf.build import (build_reward, build_tokenizer, checkpointed_forward, enable_gradient_checkpointing,
                               load_policy, read_prompts, wrap_policy)
 from rlkit.rlhf.checkpoint import RLHFParts, config_from_checkpoint, load_rlhf, save_rlhf
@@ -44,6 +45,9 @@ from rlkit.variants import build_learner
 from rlkit_envs.token_env import TokenEnv
 
 ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]
+
+PROMPT_STREAM_STRIDE = 100_003
+"""Sub-env i's prompt stream is seeded ``seed * PROMPT_STREAM_STRIDE + i`` (a prime above any env count)."""
 
 __all__ = ["RLHFResult", "RLHFTrainer", "read_prompts", "train_rlhf"]
 

@@ -18,15 +18,13 @@ from rlkit.core.optim import FlatParameters, Optimizer
 from rlkit.variants import outer as _outer  # noqa: F401  isort: skip
 from rlkit.variants import hp3o as _hp3o  # noqa: F401  isort: skip
 from rlkit.variants import group as _group  # noqa: F401  isort: skip
-from rlkit.variants.base import BatchSource, Passes, UpdateHook, VariantState, load_variant_states, save_variant_states
+from rlkit.variants.base import BatchSource, Passes, UpdateHook, VariantState
 from rlkit.variants.registry import (Plug, PlugContext, Plugs, Variant, groups_class, load_plugins, register_hook,
                                      register_variant, registered, unregister_hook, variant_presets)
 
 load_plugins()
 VariantGroups = groups_class()
 """The options container every trainer config holds: one group per registered variant."""
-VariantOptions = VariantGroups
-"""The same container under its earlier name (``rlkit.VariantOptions(outer_lr=1.5)`` still works)."""
 
 
 def variant_fields() -> tuple[str, ...]:
@@ -54,6 +52,5 @@ def build_learner(trainer: str, cfg: Any, flat: FlatParameters, optimizer: Optim
 
 
 __all__ = ["BatchSource", "Passes", "Plug", "PlugContext", "Plugged", "Plugs", "UpdateHook", "Variant",
-           "VariantGroups", "VariantOptions", "VariantState", "build_learner", "load_variant_states", "register_hook",
-           "register_variant", "registered", "save_variant_states", "unregister_hook", "variant_fields",
-           "variant_presets"]
+           "VariantGroups", "VariantState", "build_learner", "register_hook", "register_variant", "registered",
+           "unregister_hook", "variant_fields", "variant_presets"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Generic, Protocol, TypeVar
 
-from rlkit.core.parts import PartState, Passes, load_part_states, save_part_states  # noqa: F401  (re-exported)
+from rlkit.core.parts import PartState, Passes
 
 R = TypeVar("R", contravariant=True)
 B = TypeVar("B", covariant=True)
@@ -81,5 +81,4 @@ class Stateless:
         pass
 
 
-save_variant_states = save_part_states
-load_variant_states = load_part_states
+__all__ = ["BatchSource", "Passes", "Stateless", "UpdateHook", "VariantState"]

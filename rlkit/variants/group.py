@@ -108,7 +108,7 @@ def check_rlhf(options: GroupOptions, cfg: Any) -> None:
         raise ConfigError("separate_critic needs a value model; the group variant (RLOO/GRPO) has none")
     default = type(cfg)()
     changed = [name for name in NO_EFFECT if getattr(cfg, name) != getattr(default, name)]
-    if changed and not cfg.resume:  # runs stored before this check resume as they were
+    if changed and not cfg.resume:  # refused for a new run; a stored run resumes as it was set
         raise ConfigError(f"the group variant (RLOO/GRPO) has no value function and undiscounted returns; "
                           f"{', '.join(changed)} would have no effect (leave at the default)")
     if cfg.num_envs % options.group_size:

@@ -195,8 +195,7 @@ class HP3OOptions:
     """Transitions drawn from the k trajectories for each epoch (split evenly among them)."""
     hp3o_sampling: Literal["paper", "topup"] = "paper"
     """Transitions per epoch: paper = min(hp3o_samples / k, L) of each trajectory without replacement
-    (the authors' code); topup = exactly hp3o_samples, with replacement from short trajectories
-    (rlkit's earlier default)."""
+    (the authors' code); topup = exactly hp3o_samples, with replacement from short trajectories."""
     hp3o_redraw_each_epoch: bool = False
     """Draw the best + k - 1 trajectories anew for every epoch (the authors' code) instead of once
     per update (Gymnasium trainer only)."""
@@ -277,7 +276,7 @@ def check_rlhf(options: HP3OOptions, cfg: Any) -> None:
     if options.hp3o_trajectories % cfg.num_minibatches:
         raise ConfigError(f"num_minibatches={cfg.num_minibatches} does not divide hp3o_trajectories="
                           f"{options.hp3o_trajectories} (HP3O batches are whole sequences here)")
-    if not cfg.resume:  # a run stored before this check resumes as it was (one token: advantage 0)
+    if not cfg.resume:  # refused for a new run; a stored run resumes as it was set (one token: advantage 0)
         require_minibatches(options.hp3o_trajectories, cfg.num_minibatches, cfg.norm_adv, "hp3o_trajectories",
                             ONE_RESPONSE)
 

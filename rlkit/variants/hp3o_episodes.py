@@ -109,9 +109,8 @@ class HybridBatches:
     """The k chosen trajectories' transitions with advantages; ``epoch_batch`` draws a fresh
     sample for each epoch. ``paper`` sampling (the authors' code): ``min(samples // k, L)``
     transitions of each trajectory of length L, without replacement, so short trajectories give a
-    smaller batch and no transition repeats within an epoch. ``topup`` (rlkit's earlier default): exactly
-    ``samples`` transitions, split evenly, drawn with replacement from trajectories shorter than
-    their share."""
+    smaller batch and no transition repeats within an epoch. ``topup``: exactly ``samples``
+    transitions, split evenly, drawn with replacement from trajectories shorter than their share."""
 
     pooled: Batch
     segments: list[tuple[int, int]]

@@ -1,11 +1,15 @@
-"""Records written by earlier versions, read by today's code: one place for every such rule,
-and the one reader of a run to resume (:func:`read_run`).
+"""The one reader of a run to resume (:func:`read_run`), and every rule that reads a stored
+record in the form the trainers use.
 
-Configs are flat JSON records (:func:`rlkit.core.config.composed_to_dict`), so a field added
-since reads as its default; only a default or a unit that changed needs a rule here, so a run
-continues as it started. Checkpoints written before the trainers shared their checkpoint state
-name the same things differently (``global_step``, ``iteration``, ``tokens``, ...); before
-variants were plug-ins, HP3O's stored trajectories had keys of their own.
+Configs are flat JSON records (:func:`rlkit.core.config.composed_to_dict`): a field a record
+lacks reads as its default, so a rule is needed only where a record without the field was
+trained otherwise than that default (:func:`migrate_config`: ``hp3o_sampling``,
+``outer_grad_from``), and a run continues as it started. Checkpoints are read in two forms of
+keys: the shared one (``trainer``, ``update``, ``env_steps``, ``seconds``, ``variants``) and a
+per-trainer one without ``trainer`` (Gymnasium: ``global_step``, ``train_seconds``,
+``rng.torch_generator``, HP3O's trajectories under ``hp3o_buffer``; RLHF: ``iteration``,
+``tokens``, ``checkpoint_every`` in iterations, HP3O's under ``hp3o``), which
+:func:`migrate_checkpoint` reads as the shared one.
 """
 
 from __future__ import annotations
@@ -31,14 +35,14 @@ REQUIRED_STATE = ("config", "trainer", "update", "env_steps", "seconds", "rng_nu
 
 
 class StoredRun(NamedTuple):
-    """A run to resume, as today's code reads it."""
+    """A run to resume, in the form the trainers use."""
 
     record: dict[str, Any]
-    """Its flat config (today's fields and units)."""
+    """Its flat config (the config's fields and units)."""
     tensors: dict[str, torch.Tensor] | None
     """Its newest valid checkpoint's tensors (None: it never completed one)."""
     state: dict[str, Any] | None
-    """That checkpoint's JSON state, in today's keys."""
+    """That checkpoint's JSON state, in the shared keys."""
 
 
 def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[str, ...],
@@ -46,7 +50,7 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     """The run at ``path`` to continue with ``trainer``: ``changes`` outside ``resumable`` are
     refused, a run of the other trainer is a one-line error naming the command that continues it,
     and a Gymnasium run that never completed a checkpoint starts again from its ``config.json``.
-    ``defaults``: the trainer config's flat defaults (for fields an earlier record leaves out).
+    ``defaults``: the trainer config's flat defaults (for fields a record leaves out).
     A state that does not hold what it should is a one-line :class:`CheckpointError`."""
     if trainer == "gym":
         newest = newest_config(path)
@@ -138,8 +142,8 @@ def config_of(cls: type[C], stored: StoredRun, changes: dict[str, Any], path: st
 
 def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any], defaults: dict[str, Any] | None = None
                        ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """A checkpoint's tensors and state in today's keys (a current one is returned as it is);
-    ``defaults`` are the trainer config's flat defaults, for fields an earlier record leaves out."""
+    """A checkpoint's tensors and state in the shared keys (one in that form is returned as it is);
+    ``defaults`` are the trainer config's flat defaults, for fields a record leaves out."""
     if not isinstance(state, dict) or "trainer" in state:
         return tensors, state
     state, tensors = dict(state), dict(tensors)
@@ -155,8 +159,9 @@ def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any], 
 
 
 def _checkpoints_in_steps(record: Any, defaults: dict[str, Any]) -> Any:
-    """RLHF's ``checkpoint_every`` counted iterations; it counts environment steps (tokens) as in
-    the Gymnasium trainer, at most ``num_envs x max_new_tokens`` per iteration."""
+    """A per-trainer RLHF record counts ``checkpoint_every`` in iterations; the shared form counts
+    environment steps (tokens), as the Gymnasium trainer does, at most ``num_envs x max_new_tokens``
+    per iteration."""
     if not isinstance(record, dict) or "checkpoint_every" not in record:
         return record  # the default (no checkpoints) means the same in both units
     sizes = [record.get(k, defaults.get(k)) for k in ("checkpoint_every", "num_envs", "max_new_tokens")]
@@ -165,33 +170,33 @@ def _checkpoints_in_steps(record: Any, defaults: dict[str, Any]) -> Any:
     every, num_envs, max_new_tokens = sizes
     return {**record, "checkpoint_every": every * num_envs * max_new_tokens}
 
-SAMPLING_BEFORE_SWITCH = "topup"
-"""HP3O's per-epoch sampling on Gymnasium episodes before ``hp3o_sampling`` existed (the authors'
-form is today's default); the RLHF trainer never sampled within responses."""
+SAMPLING_WHEN_UNRECORDED = "topup"
+"""HP3O's per-epoch sampling on Gymnasium episodes of a record without ``hp3o_sampling`` (the
+option's default is the authors' form); the RLHF trainer does not sample within responses."""
 
 
-OUTER_GRAD_FROM_BEFORE_SWITCH = "theta"
-"""Where Outer-PPO's biased initialization measured the outer gradient before ``outer_grad_from``
-existed (today's default is the biased starting point)."""
+OUTER_GRAD_FROM_WHEN_UNRECORDED = "theta"
+"""Where Outer-PPO's biased initialization measures the outer gradient for a record with a bias
+and without ``outer_grad_from`` (the option's default is the biased starting point)."""
 
 
 def migrate_config(record: dict[str, Any], trainer: str) -> dict[str, Any]:
-    """A stored flat config of a ``gym`` or ``rlhf`` run as today's fields read it (the record
+    """A stored flat config of a ``gym`` or ``rlhf`` run as the config's fields read it (the record
     itself is left unchanged)."""
     out = dict(record)
     if trainer == "gym" and out.get("hp3o") and "hp3o_sampling" not in out:
-        out["hp3o_sampling"] = SAMPLING_BEFORE_SWITCH
+        out["hp3o_sampling"] = SAMPLING_WHEN_UNRECORDED
     if out.get("outer_bias") and "outer_grad_from" not in out:
-        out["outer_grad_from"] = OUTER_GRAD_FROM_BEFORE_SWITCH
+        out["outer_grad_from"] = OUTER_GRAD_FROM_WHEN_UNRECORDED
     elif not out.get("outer_bias"):
-        out.pop("outer_grad_from", None)  # means nothing without a bias (records kept the then-default)
+        out.pop("outer_grad_from", None)  # means nothing without a bias (a record may hold a default)
     return out
 
 
 def variant_meta(state: dict[str, Any]) -> dict[str, Any]:
-    """The checkpoint's per-variant JSON (``variants``; earlier Gym checkpoints: ``hp3o_buffer``,
-    earlier RLHF checkpoints: ``hp3o``)."""
+    """The checkpoint's per-variant JSON (``variants``; in the per-trainer form, HP3O's alone:
+    ``hp3o_buffer`` for a Gymnasium run, ``hp3o`` for an RLHF run)."""
     if "variants" in state:
         return state["variants"]
-    old = state.get("hp3o_buffer", state.get("hp3o"))
-    return {"hp3o": old} if old is not None else {}
+    hp3o = state.get("hp3o_buffer", state.get("hp3o"))
+    return {"hp3o": hp3o} if hp3o is not None else {}

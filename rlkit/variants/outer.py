@@ -44,9 +44,9 @@ class OuterOptions:
     outer_grad_from: Literal["start", "theta"] = "start"
     """With biased initialization, where the outer gradient is measured from: start = the biased inner
     starting point - theta* (the inner loop's own movement: b_k = mu b_k-1 - delta_k); theta = theta_k -
-    theta* (rlkit's form before this option: the bias feeds back, b_k = (mu + alpha) b_k-1 - delta_k,
-    and mu + alpha >= 1 never decays; it collapses on Hopper). Which form Tan et al. (2024) use is
-    unverified here. Without a bias both are the same."""
+    theta* (the bias feeds back, b_k = (mu + alpha) b_k-1 - delta_k, and mu + alpha >= 1 never decays;
+    it collapses on Hopper). Which form Tan et al. (2024) use is unverified. Without a bias both are
+    the same."""
     outer_anneal: Literal["none", "lr", "momentum", "both"] = "none"
     """Scale the outer learning rate sigma and/or momentum mu by the inner learning rate's annealing
     fraction (1 -> 0 with --anneal-lr), so the outer step fades with the inner one; none keeps them

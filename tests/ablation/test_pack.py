@@ -9,14 +9,14 @@ from rlkit.ablation.packing import check_pack, pack_runs
 from rlkit.ablation.spec import load_spec
 from rlkit.ablation.sweep import run_sweep
 from rlkit.errors import ConfigError
-from rlkit.gym.population_start import is_member, train_population
+from rlkit.gym.population import is_member, train_population
 from tests.ablation.test_sweep import SPEC, rows, sigkill_mid_sweep, write_spec
 from tests.robustness.helpers import error_line, run_cli
 from tests.test_reproducibility import assert_same_bits, final_tensors
 
 ON_CPU = SPEC.replace("num_envs = 2\n", 'num_envs = 2\ndevice = "cpu"\n')
 """Bits are compared on the CPU: on CUDA a population's batched kernels give each member its own
-run within rounding (tests/gym/test_population_cuda.py), not bit for bit."""
+run within rounding (tests/gym/population/test_cuda.py), not bit for bit."""
 PACKED = ON_CPU.replace('"sb3-contrib:trpo" = {}\n', 'hp3o = { presets = ["hp3o"] }\n') \
     .replace("seeds = 2", "seeds = 3")
 

@@ -13,10 +13,10 @@ import rlkit
 from rlkit import UnsupportedSpaceError, make_head
 from rlkit.core.encoders import encode_items, make_encoder
 from rlkit.core.normalization import ObsNormalizer
-from rlkit.core.loop import Interrupted
 from rlkit.errors import ObservationError
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.gym.trainer import resume
+from rlkit.io.signals import Interrupted
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, final_tensors
 
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from rlkit.core.config import PPOConfig
-from rlkit.gym.stacked import StackedLoss
-from tests.gym.test_stacked import SPACES, _batch, _members
+from rlkit.gym.population.network import StackedLoss
+from tests.gym.population.test_network import SPACES, _batch, _members
 
 
 def _loss_grads(kind, fused, k=3):
@@ -17,7 +17,7 @@ def _loss_grads(kind, fused, k=3):
     mb = type(_batch(_members(kind, 3)[0], 3))(*(x[:k] for x in _batch(_members(kind, 3)[0], 3)))
     if fused:
         from rlkit.core.optim import FlatParameters
-        from rlkit.gym.stacked import StackedParameters
+        from rlkit.gym.population.network import StackedParameters
 
         flats = [FlatParameters(m.ordered_parameters(), split=sum(p.numel() for p in m.actor_parameters()))
                  for m in models]

@@ -9,8 +9,8 @@ from torch import nn
 from rlkit.core.config import PPOConfig
 from rlkit.core.optim import FlatParameters
 from rlkit.fast.adam import AdamsTogether, FlatAdam
-from rlkit.gym.stacked import StackedLoss, StackedParameters, direct_step
-from tests.gym.test_stacked import _batch, _members
+from rlkit.gym.population.network import StackedLoss, StackedParameters, direct_step
+from tests.gym.population.test_network import _batch, _members
 
 HPS = [PPOConfig(), PPOConfig(clip_vloss=False, norm_adv=False, ent_coef=0.01),
        PPOConfig(vloss_form="clipped-mse", ent_coef=0.02), PPOConfig(vloss_form="clipped-mse", clip_vloss=False)]

@@ -9,9 +9,9 @@ import torch
 import rlkit
 from rlkit.core.encoders import ImageEncoder, make_encoder
 from rlkit.core.heads import make_head
-from rlkit.core.loop import Interrupted
 from rlkit.gym.cnn import CNNActorCritic
 from rlkit.gym.trainer import PPOTrainer, resume
+from rlkit.io.signals import Interrupted
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, final_tensors
 
 

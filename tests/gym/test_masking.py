@@ -7,12 +7,11 @@ import pytest
 import torch
 
 import rlkit
-from rlkit.core.heads import make_head
-from rlkit.core.loop import Interrupted
 from rlkit.errors import EnvError, ObservationError
 from rlkit.gym.masking import MASKED_LOGIT, MaskedActorCritic, check_mask
 from rlkit.gym.policies import MLPActorCritic
 from rlkit.gym.trainer import PPOTrainer, resume
+from rlkit.io.signals import Interrupted
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, final_tensors
 from tests.toy_envs import MaskedFatal
 

@@ -271,7 +271,7 @@ def _stuck_then_signal(tmp_path, *args):
     step on; one SIGTERM once it is stuck (its marker file appears). Returns (exit code, stderr)."""
     import os
 
-    from rlkit.core.stops import STOP_GRACE_SECONDS
+    from rlkit.io.signals import STOP_GRACE_SECONDS
 
     marker = tmp_path / "stuck"
     argv = ["train", "--env", "rlkit-test/HangsForSeed200-v0", "--num-envs", "2", "--num-steps", "64",

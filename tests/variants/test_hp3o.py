@@ -205,7 +205,7 @@ def test_timeouts_can_be_terminal_as_in_the_authors_code():
     t = traj(0, length=2, terminated=False, final_value=10.0, rewards=torch.zeros(2))
     advantages = {}
     for terminal in (False, True):
-        options = rlkit.VariantOptions(hp3o=True, hp3o_timeouts_terminal=terminal, hp3o_buffer_size=2,
+        options = rlkit.VariantGroups(hp3o=True, hp3o_timeouts_terminal=terminal, hp3o_buffer_size=2,
                                        hp3o_trajectories=1, hp3o_samples=2)
         adapter = EpisodeAdapter(1, options, 0.5, 1.0, 0.2, np.random.default_rng(0), Critic(), torch.device("cpu"))
         advantages[terminal] = adapter.batches([t], 0)[0].pooled.advantages
@@ -421,7 +421,7 @@ def test_first_use_keeps_a_trajectorys_advantages_when_the_best_changes(when):
     other = traj(1.0, length=3, obs=obs)  # own values 0, rewards 1, terminated
     best_a = traj(5.0, length=3, obs=obs, values=torch.full((3,), 2.0))
     best_b = traj(9.0, length=3, obs=obs, values=torch.full((3,), 7.0))
-    options = rlkit.VariantOptions(hp3o=True, hp3o_plus=True, hp3o_threshold=1.0, hp3o_advantages=when,
+    options = rlkit.VariantGroups(hp3o=True, hp3o_plus=True, hp3o_threshold=1.0, hp3o_advantages=when,
                                    hp3o_buffer_size=4, hp3o_trajectories=2, hp3o_samples=6)
     adapter = EpisodeAdapter(1, options, 1.0, 1.0, 0.2, np.random.default_rng(0), Policy(), torch.device("cpu"))
     first = adapter.batches([best_a, other], 0)[0].pooled.advantages[3:]

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlkit.core.stops import EnvStuck
 from rlkit.errors import RlkitError
 from rlkit.gym.agent import EvalEpisodes, EvalResult, eval_failure, open_episodes
 from rlkit.gym.envs import ENV_FAILURES, close_envs
-from rlkit.gym.population_host import stuck_error
-from rlkit.gym.stacked import StackedActor
+from rlkit.gym.population.host import stuck_error
+from rlkit.gym.population.network import StackedActor
 from rlkit.gym.trainer import PPOTrainer
+from rlkit.io.signals import EnvStuck
 
 
 def _failed(outcomes: dict[int, EvalResult | RlkitError], k: int, env_id: str, exc: BaseException) -> None:

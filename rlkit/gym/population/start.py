@@ -21,7 +21,7 @@ from rlkit.errors import ConfigError
 from rlkit.gym.checkpoint import trained_in_population
 from rlkit.gym.config import TrainConfig
 from rlkit.gym.envs import close_envs, env_gives_masks, make_env
-from rlkit.gym.population import MemberOutcome, Population
+from rlkit.gym.population.engine import MemberOutcome, Population
 from rlkit.gym.trainer import PPOTrainer
 from rlkit.io.checkpoint import POPULATION_MARKER as MARKER
 from rlkit.io.checkpoint import check_run_name, run_dir_of

@@ -11,8 +11,8 @@ import torch
 import rlkit
 from rlkit.core.config import PPOConfig
 from rlkit.core.loss import ppo_loss
-from rlkit.gym.population_start import train_population
-from tests.gym.test_stacked import SPACES, _batch, _members
+from rlkit.gym.population import train_population
+from tests.gym.population.test_network import SPACES, _batch, _members
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -22,7 +22,7 @@ def test_the_stacked_network_on_cuda_is_each_members_own(kind):
     models, stacked = _members(kind, device="cuda")
     mb = type(_batch(_members(kind)[0], 3))(*(x.to("cuda") for x in _batch(_members(kind)[0], 3)))
     dist_params, values = stacked.forward(mb.obs)
-    from rlkit.gym.stacked import StackedLoss
+    from rlkit.gym.population.network import StackedLoss
 
     hp = PPOConfig()
     out = StackedLoss(models[0].head, hp)(stacked.head_tensors(), dist_params, values, mb)
@@ -59,7 +59,7 @@ def test_a_population_trains_on_cuda_each_member_a_single_run(tmp_path, env, bac
 @pytest.mark.parametrize("extra", [{}, HP3O])
 def test_a_killed_population_on_cuda_resumes_every_member_bit_identically(tmp_path, monkeypatch, extra):
     from rlkit.gym.population import PopulationInterrupted
-    from rlkit.gym.population_start import resume_population
+    from rlkit.gym.population import resume_population
     from tests.test_reproducibility import _stop_after_update, assert_same_bits, final_tensors
 
     cfg = dict(total_steps=2048, num_envs=2, num_steps=128, eval_episodes=2, checkpoint_every=512, progress=False,

@@ -1,8 +1,8 @@
 """Signals and a run: SIGINT or SIGTERM asks a run to stop after the update in flight, with a
 checkpoint; a second signal stops it at once, and so does a wait on environments that outlasts a
 grace period after the first (an env stuck in its step would otherwise never let the update end).
-The run loop (:mod:`rlkit.core.loop`) and populations use these; the CLI owns the handlers from a
-run's start-up on.
+A run's update loop and a population's use these; the CLI owns the handlers from a run's
+start-up on.
 """
 
 from __future__ import annotations

@@ -8,9 +8,10 @@ import signal
 
 import pytest
 
-from rlkit.gym import population_host, population_start
-from rlkit.gym.population_start import train_population
-from tests.gym.test_population import _cfg
+from rlkit.gym.population import host as population_host
+from rlkit.gym.population import start as population_start
+from rlkit.gym.population import train_population
+from tests.gym.population.test_population import _cfg
 from tests.test_reproducibility import assert_same_bits, final_tensors
 
 
@@ -94,7 +95,7 @@ def test_a_hosted_member_failing_twice_keeps_its_first_error(tmp_path):
 def test_a_population_failing_to_start_closes_its_env_worker(tmp_path, monkeypatch, where):
     import multiprocessing
 
-    from rlkit.gym import population, population_rollout
+    from rlkit.gym.population import engine as population, rollout as population_rollout
 
     def fails(*args, **kwargs):
         raise OSError("simulated start-up failure")

@@ -14,11 +14,11 @@ from typing import Any, NamedTuple, Sequence
 import gymnasium as gym
 import numpy as np
 
-from rlkit.core.stops import EnvStuck
 from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.backends import CartPoleSameStep, make_vector_backend
 from rlkit.gym.envs import close_envs, step_envs
-from rlkit.gym.population_host import HostedEnvs, stuck_error
+from rlkit.gym.population.host import HostedEnvs, stuck_error
+from rlkit.io.signals import EnvStuck
 
 
 class StackedStep(NamedTuple):

@@ -4,7 +4,7 @@ stepped alone (plain vs batched, on this machine)."""
 import numpy as np
 import pytest
 
-from rlkit.core.normalization import ObsNormalizer, RewardScaler, StatsRows, normalize_together, scale_together
+from rlkit.core.normalization import ObsNormalizer, RewardScaler, StackedStats, normalize_stacked, scale_stacked
 
 
 def _states(objs):
@@ -24,7 +24,7 @@ def test_observations_normalized_together_are_each_members_own(n, shape, scaled)
         if step == 7:
             obs[2] *= 1e4  # one member's outlier is clipped in its rows only
         mine = np.stack([a(obs[i], update=True) for i, a in enumerate(alone)])
-        ours = normalize_together(together, obs)
+        ours = normalize_stacked(together, obs)
         assert ours.dtype == np.float32 and np.array_equal(mine, ours)
     assert _states(alone) == _states(together)
     assert not np.array_equal(alone[0].rms.mean, alone[1].rms.mean)  # the members' statistics are their own
@@ -42,28 +42,28 @@ def test_rewards_scaled_together_are_each_members_own(n):
         rewards = rng.standard_normal((k, n)) * (1 + np.arange(k))[:, None]
         dones = rng.random((k, n)) < 0.1
         mine = np.stack([a(rewards[i], dones[i], update=True) for i, a in enumerate(alone)])
-        ours = scale_together(together, rewards, dones)
+        ours = scale_stacked(together, rewards, dones)
         assert np.array_equal(mine, ours)
     assert _states(alone) == _states(together)
 
 
 def test_disabled_normalizations_pass_values_through():
     obs = np.arange(12, dtype=np.float64).reshape(2, 3, 2)
-    out = normalize_together([ObsNormalizer((2,), False), ObsNormalizer((2,), False)], obs)
+    out = normalize_stacked([ObsNormalizer((2,), False), ObsNormalizer((2,), False)], obs)
     assert out.dtype == np.float32 and np.array_equal(out, obs)
     rewards = np.ones((2, 3))
-    assert np.array_equal(scale_together([RewardScaler(3, 0.9, False)] * 2, rewards, rewards > 0), rewards)
+    assert np.array_equal(scale_stacked([RewardScaler(3, 0.9, False)] * 2, rewards, rewards > 0), rewards)
 
 
 def test_statistics_kept_stacked_between_steps_stay_each_members_own():
-    """``StatsRows`` keeps the members' statistics as rows between steps (nothing stacked again);
+    """``StackedStats`` keeps the members' statistics as rows between steps (nothing stacked again);
     a member updated alone, loaded from a state, or left out in between is stacked again, and every
     member's numbers stay those of its normalizer and scaler stepped alone."""
     rng = np.random.default_rng(2)
     k, n, d = 4, 2, 3
     alone = [(ObsNormalizer((d,), True), RewardScaler(n, 0.99, True)) for _ in range(k)]
     together = [(ObsNormalizer((d,), True), RewardScaler(n, 0.99, True)) for _ in range(k)]
-    obs_rows, rew_rows = StatsRows(), StatsRows()
+    obs_rows, rew_rows = StackedStats(), StackedStats()
     for step in range(40):
         obs = (rng.standard_normal((k, n, d)) * (1 + step)).astype(np.float32)
         rewards, dones = rng.standard_normal((k, n)), rng.random((k, n)) < 0.2
@@ -79,8 +79,8 @@ def test_statistics_kept_stacked_between_steps_stay_each_members_own():
         if step in (10, 30):
             live = [i for i in live if i != 2]
         before = obs_rows.mean
-        ours_obs = normalize_together([together[i][0] for i in live], obs[live], obs_rows)
-        ours_rew = scale_together([together[i][1] for i in live], rewards[live], dones[live], rew_rows)
+        ours_obs = normalize_stacked([together[i][0] for i in live], obs[live], obs_rows)
+        ours_rew = scale_stacked([together[i][1] for i in live], rewards[live], dones[live], rew_rows)
         if step in (5, 6, 7):  # steady: the same rows, updated in place
             assert obs_rows.mean is before
         for j, i in enumerate(live):

@@ -10,16 +10,15 @@ import torch
 
 import rlkit
 from rlkit.errors import ConfigError
-from rlkit.gym.population import PopulationInterrupted
-from rlkit.gym.population_rollout import TOGETHER
-from rlkit.gym.population_start import resume_population, train_population
+from rlkit.gym.population import PopulationInterrupted, resume_population, train_population
+from rlkit.gym.population.rollout import TOGETHER
 from tests.robustness.helpers import run_cli
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, assert_trained_from, final_tensors
 
 
 def _cfg(tmp_path, name, **kw):
     """A small CartPole population on the CPU, where a member's bits do not depend on the others
-    (on CUDA the batched GEMMs' kernels depend on the batch count: tests/gym/test_population_cuda.py)."""
+    (on CUDA the batched GEMMs' kernels depend on the batch count: tests/gym/population/test_cuda.py)."""
     base = dict(total_steps=2048, num_envs=2, num_steps=128, eval_episodes=2, checkpoint_every=512,
                 progress=False, logdir=str(tmp_path), run_name=name, device="cpu")
     return rlkit.preset("cartpole", **{**base, **kw})

@@ -3,7 +3,7 @@
 The members' rollout buffers are rows of one ``[K, T, N, ...]`` storage
 (:func:`rlkit.core.buffer.stack_buffers`), so a step of the whole population is one write per
 field; the members act from one batched forward (:class:`StackedActor`), sample from their own
-random streams, and step their envs in one call (:mod:`rlkit.gym.population_envs`). What keeps
+random streams, and step their envs in one call (:mod:`rlkit.gym.population.envs`). What keeps
 running statistics (observation normalization, reward scaling) runs member by member on the
 member's own rows, so each member's numbers are those of its rollout alone. A member whose envs
 fail, or return what does not fit or is not finite, is failed with its single run's one-line
@@ -18,21 +18,21 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.core.buffer import stack_buffers
-from rlkit.core.heads import GaussianStack, NumpyCategorical, gaussians_together, stack_gaussians
-from rlkit.core.normalization import StatsRows, normalize_together, scale_together
+from rlkit.core.heads import GaussianStack, NumpyCategorical, sample_stacked_gaussians, stack_gaussians
+from rlkit.core.normalization import StackedStats, normalize_stacked, scale_stacked
 from rlkit.errors import RlkitError
 from rlkit.gym.envs import close_envs
-from rlkit.gym.population_envs import EachMembersEnvs, Elsewhere, Group, SharedCartPole, StackedStep
-from rlkit.gym.population_host import HostedEnvs, HostedSpec
 from rlkit.gym.policies import NumpyActor
-from rlkit.gym.stacked import StackedActor
+from rlkit.gym.population.envs import EachMembersEnvs, Elsewhere, Group, SharedCartPole, StackedStep
+from rlkit.gym.population.host import HostedEnvs, HostedSpec
+from rlkit.gym.population.network import StackedActor
 from rlkit.gym.trainer import PPOTrainer
 
 
 TOGETHER = 2
 """From this many live members in a group, their normalizations and Gaussian samples run in one
-numpy pass (their statistics kept stacked between steps); one alone runs member by member, faster
-for it (measured). Each member gets the same bits either way (tested), so the choice never changes
+numpy pass (their statistics kept stacked between steps); one alone runs member by member, which
+costs less for one. Each member gets the same bits either way (tested), so the choice never changes
 a member's numbers."""
 
 
@@ -50,7 +50,7 @@ def population_envs(members: list[PPOTrainer]) -> EachMembersEnvs | SharedCartPo
     shared by all (each member's own envs closed and replaced by its group) with
     ``env_backend="vector"``; with ``async_envs`` the last ``K - K // 2`` members' envs remade in one
     worker process
-    (:mod:`rlkit.gym.population_host`), a group that steps there while this process acts for the
+    (:mod:`rlkit.gym.population.host`), a group that steps there while this process acts for the
     others and steps their own envs (such members are built with in-process envs); else their own.
     The worker takes the larger half: this process also samples, normalizes and records for all."""
     cfg = members[0].cfg
@@ -101,7 +101,7 @@ class StackedRollout:
         """Box observations: all members' batches encoded in one pass."""
         self.alone = len(members) == 1 and isinstance(self.envs, EachMembersEnvs) and self.envs.hosted is None
         """One member stepping its own envs in this process."""
-        self.rows = {g: (StatsRows(), StatsRows()) for g in self.envs.groups}
+        self.rows = {g: (StackedStats(), StackedStats()) for g in self.envs.groups}
         """Each group's observation and reward statistics, stacked from one step to the next."""
         self.gaussians: dict[Group, GaussianStack | None] = {}
         """Each group's Gaussian samplers of this rollout's snapshots, stacked."""
@@ -188,7 +188,7 @@ class StackedRollout:
             if stack is not None and len(live) == rows >= TOGETHER:  # the whole group, stacked once
                 return Acts(*stack.sample(params, rngs[g.lo:g.hi]))
             acts = self._blank(rows, n)
-            drawn = gaussians_together([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
+            drawn = sample_stacked_gaussians([actors[k].sampler for k in live], params[at], [rngs[k] for k in live]) \
                 if len(live) >= TOGETHER else None
             if drawn is not None:
                 acts.actions[at], acts.log_probs[at] = drawn.actions, drawn.log_probs
@@ -239,7 +239,7 @@ class StackedRollout:
             live, at, idx = self._where(g)
         dones = out.terminated | out.truncated
         if self.cfg.norm_reward and len(live) >= TOGETHER:
-            s["rewards"][idx, t] = scale_together([members[k].parts.rew_scaler for k in live], out.rewards[at],
+            s["rewards"][idx, t] = scale_stacked([members[k].parts.rew_scaler for k in live], out.rewards[at],
                                                  dones[at], self.rows[g][1])
         elif self.cfg.norm_reward:
             for k in live:
@@ -254,10 +254,10 @@ class StackedRollout:
         live, at, _ = self._where(g)
         norms = [self.members[k].parts.obs_norm for k in live]
         if len(live) >= TOGETHER and isinstance(at, slice):
-            return normalize_together(norms, raw, self.rows[g][0])
+            return normalize_stacked(norms, raw, self.rows[g][0])
         nxt = np.zeros(raw.shape, np.float32)
         if len(live) >= TOGETHER:
-            nxt[at] = normalize_together(norms, raw[at], self.rows[g][0])
+            nxt[at] = normalize_stacked(norms, raw[at], self.rows[g][0])
         for k, norm in zip(live, norms) if len(live) < TOGETHER else ():
             nxt[k - g.lo] = norm(raw[k - g.lo], update=True)
         return nxt

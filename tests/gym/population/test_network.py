@@ -12,7 +12,7 @@ from rlkit.core.config import PPOConfig
 from rlkit.core.loss import ppo_loss
 from rlkit.core.optim import FlatParameters
 from rlkit.gym.policies import MLPActorCritic
-from rlkit.gym.stacked import StackedActor, StackedLoss, StackedParameters, stacked_linear
+from rlkit.gym.population.network import StackedActor, StackedLoss, StackedParameters, stacked_linear
 
 SPACES = {
     "categorical": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),
@@ -104,15 +104,15 @@ def test_sampling_from_uniforms_draws_what_the_numpy_sampler_draws():
 
 
 def test_gaussians_sampled_together_draw_what_each_members_sampler_draws():
-    from rlkit.core.heads import DiagGaussianHead, gaussians_together
+    from rlkit.core.heads import DiagGaussianHead, sample_stacked_gaussians
 
     heads = [DiagGaussianHead(3, -np.ones(3), np.ones(3), init_log_std=-0.2 * k) for k in range(4)]
     samplers = [h.numpy_sampler() for h in heads]
     means = np.random.default_rng(2).standard_normal((4, 6, 3)).astype(np.float32)
-    many = gaussians_together(samplers, means, [np.random.default_rng(s) for s in range(4)])
+    many = sample_stacked_gaussians(samplers, means, [np.random.default_rng(s) for s in range(4)])
     for k, sampler in enumerate(samplers):
         one = sampler.sample(means[k], np.random.default_rng(k))
         assert np.array_equal(one.actions, many.actions[k]) and np.array_equal(one.log_probs, many.log_probs[k])
     rng = np.random.default_rng(0)
-    assert gaussians_together(samplers[:1] + [object()], means[:2], [rng, rng]) is None
+    assert sample_stacked_gaussians(samplers[:1] + [object()], means[:2], [rng, rng]) is None
     assert rng.random() == np.random.default_rng(0).random()  # nothing drawn

@@ -1,4 +1,4 @@
-"""Many seeds in one process: a population of independent PPO runs trained as one batched network.
+"""The population's engine: independent PPO runs trained in lockstep as one batched network.
 
 Every member is a whole single run (:class:`PPOTrainer`): its own seed, envs, weights, Adam state,
 normalization statistics, random streams, run directory, TensorBoard events, checkpoints and
@@ -26,17 +26,18 @@ from typing import Any
 import torch
 
 from rlkit.core.buffer import Rollout
-from rlkit.core.loop import Schedule, blas_threads, open_logger, set_learning_rate
-from rlkit.core.stops import Interrupted, SignalStop, stop_on_signals
+from rlkit.core.loop import Schedule, open_logger, set_learning_rate
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
-from rlkit.gym.population_eval import evaluate_together
-from rlkit.gym.population_rollout import StackedRollout
-from rlkit.gym.stacked import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
+from rlkit.gym.population.eval import evaluate_together
+from rlkit.gym.population.network import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
+from rlkit.gym.population.rollout import StackedRollout
 from rlkit.gym.trainer import PPOTrainer, TrainResult
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
+from rlkit.io.signals import Interrupted, SignalStop, stop_on_signals
+from rlkit.io.threads import blas_threads
 
 log = logging.getLogger("rlkit")
 
@@ -135,8 +136,7 @@ class Population:
         with contextlib.ExitStack() as held:
             held.callback(lambda: self.rollout.close(abort=not done))  # the env worker, however this ends
             # One BLAS thread: the update's products are one member's small GEMM each (numpy's, in
-            # rlkit.fast.stacked_mlp), where OpenBLAS's threads cost more than they share (10 CartPole
-            # members, 100k steps each: 14.0 s against 17.0 s with two, measured on 2 cores).
+            # rlkit.fast.stacked_mlp), where OpenBLAS's threads cost more than they share.
             held.enter_context(blas_threads(1))
             for m in self.members:
                 held.enter_context(m.lock)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from threadpoolctl import threadpool_info
 
-from rlkit.core.loop import blas_threads
+from rlkit.io.threads import blas_threads
 
 
 def _blas_threads() -> list[int]:

@@ -2,7 +2,7 @@
 ``async_envs=True``): while the trainer steps its own members' envs, the worker steps the others',
 so a population of envs stepped in Python (MuJoCo) uses a second core. One message each way per
 step for all the worker's members (Gymnasium's ``AsyncVectorEnv`` pays a round trip per sub-env,
-too dear beside a MuJoCo step of ~120 us, measured).
+which costs more than a MuJoCo step itself).
 
 The worker makes each member's envs as its single run makes them in-process and resets them with
 the member's seed, so a member's episodes are those of its single run wherever its envs step. An
@@ -19,10 +19,10 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
-from rlkit.core.stops import EnvStuck, env_wait
 from rlkit.errors import EnvError, RlkitError
 from rlkit.gym.envs import ENV_FAILURES, close_envs, make_vec_env, reset_envs, step_envs
 from rlkit.io.process import die_with_owner
+from rlkit.io.signals import EnvStuck, env_wait
 from rlkit.io.wire import pack_arrays, pack_object, unpack
 
 
@@ -93,9 +93,8 @@ ABORT_SECONDS = 1.0
 """The same when the run aborts (fails, or stops at once): a worker stuck in an env is killed at once."""
 
 SPIN_SECONDS = 0.002
-"""How long each side polls its pipe before it sleeps on it: a wake-up from sleep costs hundreds of
-microseconds on a virtual machine (measured), more than a MuJoCo step; a rollout's steps come
-sooner than this, an update's pause is longer."""
+"""How long each side polls its pipe before it sleeps on it: a wake-up from sleep can take longer
+than a MuJoCo step; a rollout's steps come sooner than this, an update's pause is longer."""
 
 
 def _wait(conn: Any) -> None:
