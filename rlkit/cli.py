@@ -275,10 +275,12 @@ def _report(argv: list[str]) -> int:
     elif argv[:1] and argv[0] in TOOLS:
         return run_tool(argv[0], argv[1:], Parser)
     parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.", epilog=tools_help())
-    parser.add_argument("sweep_dir")
+    parser.add_argument("sweep_dir", help="the sweep's output folder (rlkit sweep --out)")
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
-    parser.add_argument("--metric", default="final", choices=["final", "auc"])
-    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"])
+    parser.add_argument("--metric", default="final", choices=["final", "auc"], help="each run's score: its last "
+                        "evaluation, or the area under its learning curve (default: final)")
+    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"], help="across envs: scores "
+                        "scaled by each env's random-policy and reference returns, or none (default: minmax)")
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
                         "figures and tables (each with the full report's statistics)")

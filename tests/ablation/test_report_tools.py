@@ -65,11 +65,15 @@ def test_every_flag_of_every_tool_has_help_text(tool, capsys):
     assert [name for name, help_text in entries.items() if not help_text] == []
 
 
-def test_the_reports_help_names_the_tools_and_the_two_dashes(capsys):
+def test_the_reports_help_names_the_tools_and_the_two_dashes_and_every_flag_has_help_text(capsys):
     with pytest.raises(SystemExit):
         main(["report", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
+    out = capsys.readouterr().out
+    text = " ".join(out.split())
     assert all(tool in text for tool in TOOLS) and "rlkit report -- NAME" in text
+    entries = help_entries(out)
+    assert {"sweep_dir", "--metric {final,auc}", "--normalize {none,minmax}"} <= set(entries)
+    assert [name for name, help_text in entries.items() if not help_text] == []
 
 
 @pytest.mark.parametrize("tool, args, message", [
