@@ -151,8 +151,10 @@ def pending_heredoc(lines: Sequence[str]) -> bool:
     return open_tag is not None
 
 
-def last_json_lines(text: str) -> list[dict]:
-    """Every line of ``text`` that is a JSON object, parsed."""
-    import json
+def logged(run_dir: Path):
+    """The run's TensorBoard events, read whole (``.Tags()``, ``.Scalars(tag)``)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{") and line.endswith("}")]
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return events

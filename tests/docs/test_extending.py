@@ -8,7 +8,7 @@ import json
 import pytest
 
 from rlkit.errors import ConfigError
-from tests.docs.recipes import ROOT, Shell, recipes
+from tests.docs.recipes import ROOT, Shell, logged, recipes
 from tests.docs.test_readme import SMOKE
 
 DOC = (ROOT / "docs" / "extending.md").read_text()
@@ -22,23 +22,16 @@ def test_the_variant_of_the_extending_page_runs_in_train_sweep_and_report(tmp_pa
     assert "variants.cap options" in helped and "--cap-norm" in helped and "--cap-anneal" in helped
     capped, swept, reported = (json.loads(out.strip().splitlines()[-1]) for out in (capped, swept, reported))
     assert capped["run_dir"] == "runs/capped" and capped["variant"] == "cap0.1"
-    norms, counts = scalars(tmp_path / capped["run_dir"], "cap/update_norm", "cap/capped_updates")
+    events = logged(tmp_path / capped["run_dir"])
+    norms, counts = ([e.value for e in events.Scalars(tag)] for tag in ("cap/update_norm", "cap/capped_updates"))
     assert len(norms) == capped["updates"] == 4
     assert counts == list(itertools.accumulate(float(n > 0.1) for n in norms))  # a step over 0.1 is capped
     newest = tmp_path / capped["run_dir"] / "checkpoints" / "update-0000004" / "state.json"
     assert json.loads(newest.read_text())["variants"]["cap"] == {"capped": counts[-1]}
-    configs = {json.loads(p.read_text())["update_epochs"] for p in (tmp_path / "sweeps/cap/runs").glob("cap-tight*/config.json")}
+    tight = (tmp_path / "sweeps" / "cap" / "runs").glob("cap-tight__*/config.json")
+    configs = {json.loads(p.read_text())["update_epochs"] for p in tight}
     assert swept["done"] == swept["total"] == 3 * 2 and not swept["failed"] and configs == {8}
     assert reported["runs"] == {"done": 6} and (tmp_path / reported["report"]).is_file()
-
-
-def scalars(run_dir, *tags):
-    """Each tag's logged values, in step order."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    events.Reload()
-    return [[e.value for e in events.Scalars(tag)] for tag in tags]
 
 
 def test_the_refusal_the_page_states_is_the_listings(tmp_path):

@@ -5,7 +5,7 @@ import json
 import re
 import tomllib
 
-from tests.docs.recipes import ROOT, Shell, fenced_blocks, recipes
+from tests.docs.recipes import ROOT, Shell, fenced_blocks, logged, recipes
 
 README = (ROOT / "README.md").read_text()
 RECIPES = recipes(README)
@@ -26,14 +26,6 @@ def test_readme_is_at_most_12000_bytes_and_every_code_block_is_a_recipe_or_the_s
 
 def events_in(folder):
     return sorted(p for p in folder.rglob("events.out.tfevents.*"))
-
-
-def scalar_tags(run_dir):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
-    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
-    events.Reload()
-    return events.Tags()["scalars"]
 
 
 def test_the_train_recipe_trains_evaluates_and_logs(tmp_path):
@@ -79,7 +71,7 @@ def test_the_variant_recipe_is_a_flag_a_help_group_and_a_run(tmp_path):
     result = json.loads(trained.strip().splitlines()[-1])
     stated = re.search(r"The run is named `([^`]+)\.\.\.`, logs `([^`]+)`", README)
     assert result["variant"] == "damp0.5" and result["run_dir"].startswith("runs/" + stated.group(1))
-    assert stated.group(2) in scalar_tags(tmp_path / result["run_dir"])
+    assert stated.group(2) in logged(tmp_path / result["run_dir"]).Tags()["scalars"]
 
 
 def test_the_rlhf_recipe_is_the_one_docs_rlhf_runs():
