@@ -49,7 +49,7 @@ def test_the_compare_recipe_sweeps_and_reports_what_the_readme_lists(tmp_path):
     assert swept["done"] == swept["total"] == len(spec["variants"]) * spec["smoke"]["seeds"] and not swept["failed"]
     report = tmp_path / "sweeps" / spec["name"] / "report"
     text = (report / "report.md").read_text()
-    listed = README.split("The report\nholds:", 1)[1].split("\n\n", 2)[1]
+    listed = re.search(r"The report\s+holds:\n\n(.*?)\n\n", README, re.S).group(1)
     for stated, shown in (("per-env", "## Per environment"), ("IQM", "IQM [95% CI]"),
                           ("P(variant > baseline)", "P(> baseline)"), ("rank tests", "## Rank tests"),
                           ("fewer than 5 runs", "**Few runs: the intervals are not reliable.**")):
