@@ -18,7 +18,7 @@ from rlkit.io.checkpoint import run_dir_of
 from rlkit.variants.registry import registered
 
 ROOT = Path(__file__).parents[1]
-README = (ROOT / "README.md").read_text()
+GUIDE = (ROOT / "docs" / "getting-started.md").read_text()
 
 
 def doc(name: str) -> str:
@@ -54,15 +54,15 @@ def trained(tmp_path_factory):
     return line, run_dir_of(line["run_dir"])
 
 
-def test_readme_lists_every_key_rlkit_train_prints(trained):
-    stated = re.search(r"`rlkit train` ends with one JSON line: `(\{[^`]*\})`", one_line(README))
-    assert stated, "README no longer states rlkit train's JSON keys"
+def test_the_guide_lists_every_key_rlkit_train_prints(trained):
+    stated = re.search(r"`rlkit train` ends with one JSON line: `(\{[^`]*\})`", one_line(GUIDE))
+    assert stated, "docs/getting-started.md no longer states rlkit train's JSON keys"
     assert quoted_keys(stated.group(1)) == list(trained[0])
 
 
-def test_readme_lists_every_key_rlkit_eval_prints(trained):
-    stated = re.search(r"`rlkit eval` prints one: `(\{[^`]*\})`", one_line(README))
-    assert stated, "README no longer states rlkit eval's JSON keys"
+def test_the_guide_lists_every_key_rlkit_eval_prints(trained):
+    stated = re.search(r"`rlkit eval` prints one: `(\{[^`]*\})`", one_line(GUIDE))
+    assert stated, "docs/getting-started.md no longer states rlkit eval's JSON keys"
     printed = json.loads(cli("eval", str(trained[1]), "--episodes", "1", "--no-progress").strip().splitlines()[-1])
     assert quoted_keys(stated.group(1)) == list(printed)
 
@@ -90,10 +90,10 @@ def test_the_documented_gym_scalars_are_the_logged_ones(trained):
     assert sorted(ticked(stated.group(1))) == sorted(events.Tags()["scalars"])
 
 
-def test_readme_names_every_preset_and_help_group():
-    presets = re.search(r"applies named presets in order \((.*?)\) and other flags", one_line(README))
+def test_the_guide_names_every_preset_and_help_group():
+    presets = re.search(r"applies named presets in order \((.*?)\) and other flags", one_line(GUIDE))
     assert presets and sorted(ticked(presets.group(1))) == sorted(PRESETS)
-    groups = re.search(r"`--help` groups the flags: the run's own, (.*?); setting any", one_line(README))
+    groups = re.search(r"`--help` groups the flags: the run's own, (.*?); setting any", one_line(GUIDE))
     assert groups and ticked(groups.group(1)) == ["ppo options"] + [f"variants.{v}" for v in registered()]
 
 
@@ -125,8 +125,8 @@ def recipe_counts():
 
 def test_recipe_counts_the_docs_state_are_the_specs():
     stated = list(recipe_counts())
-    assert len(stated) >= 10 and any(r[1] == "experiments/outer_ppo/cartpole.toml" and r[0] == "README.md"
-                                     for r in stated)
+    assert len(stated) >= 10 and any(r[1] == "experiments/outer_ppo/cartpole.toml" and r[0] == "docs/ablation.md"
+                                     and r[2] is not None for r in stated)
     for where, path, variants, seeds, steps in stated:
         spec = load_spec(str(ROOT / path))
         assert variants is None or len(spec.variants) == variants, (where, path, len(spec.variants))
