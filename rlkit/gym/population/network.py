@@ -339,7 +339,7 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
             steppers = Steppers.of(members, live)
             log_ratios = []
             for start in range(0, size * count, size):
-                mb = Batch(*(field[:, start:start + size] for field in shuffled))
+                mb = shuffled.map(lambda field: field[:, start:start + size])
                 out = _gradient(stacked, loss_fn, step, mb, mask, all_live)
                 norms, steppers = clip_and_step(stacked, steppers, hp.max_grad_norm, mask, all_live)
                 steps += [out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(), out.entropy.detach(), norms]
