@@ -22,8 +22,8 @@ class Recorder(UpdateHook):
     def begin(self) -> None:
         self.log.append("begin")
 
-    def end(self) -> dict[str, float]:
-        self.log.append("end")
+    def end(self, stats) -> dict[str, float]:
+        self.log.append(f"end {stats.get('losses/x')}")  # the pass's own statistics
         self.count += 1
         return {"rec/count": float(self.count)}
 
@@ -66,7 +66,7 @@ def test_passes_run_the_hooks_around_each_pass_and_average_their_scalars():
         return {"losses/x": part}
 
     stats = lrn.passes(Passes([1.0, 3.0]), optimize)
-    assert log == ["begin", "pass 1.0", "end", "begin", "pass 3.0", "end"]
+    assert log == ["begin", "pass 1.0", "end 1.0", "begin", "pass 3.0", "end 3.0"]
     assert stats == {"losses/x": 2.0, "rec/count": 1.5}
     assert lrn.passes(5.0, optimize) == {"losses/x": 5.0, "rec/count": 3.0}  # one plain pass
 
