@@ -270,7 +270,9 @@ def _report(argv: list[str]) -> int:
     parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.")
     parser.add_argument("sweep_dir")
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
-    parser.add_argument("--metric", default="final", choices=["final", "auc"])
+    parser.add_argument("--metric", default="final", choices=["final", "auc", "train100"],
+                        help="each run's score: its last evaluation, the mean over a common step grid of its "
+                        "evaluations, or the mean return of its last 100 training episodes (the PPO paper's)")
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"])
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "

@@ -65,6 +65,9 @@ class TrainResult:
     eval_seconds: list[float] = field(default_factory=list)
     """Training seconds (rollouts and updates, not evaluation) before each evaluation of ``eval_history``."""
     agent: Agent | None = field(default=None, repr=False, compare=False)
+    train_return_last100: float = float("nan")
+    """Mean undiscounted return of the last 100 training episodes (fewer when fewer finished; NaN
+    when none did): the score of the PPO paper's tables."""
 
     def to_json(self) -> dict[str, object]:
         """The result as JSON values (a NaN return, e.g. with no evaluation, becomes null)."""
@@ -345,9 +348,15 @@ class PPOTrainer:
         cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
         sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
         result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
-                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
+                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent,
+                             self.train_return_last100())
         write_result(self.run_dir, result.to_json())
         return result
+
+    def train_return_last100(self) -> float:
+        """The mean return of the last (at most) 100 finished training episodes; NaN before any."""
+        recent = self.parts.episodes.recent
+        return float(np.mean(recent)) if recent else float("nan")
 
     def _evaluate(self, logger: Logger) -> EvalResult:
         """Deterministic evaluation of the current policy on its own env and seeds (the training
