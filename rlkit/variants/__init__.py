@@ -25,7 +25,7 @@ from rlkit.variants import kl_fixed as _kl_fixed  # noqa: F401  isort: skip
 from rlkit.variants import kl_adaptive as _kl_adaptive  # noqa: F401  isort: skip
 from rlkit.variants.base import BatchSource, Passes, UpdateHook, VariantState, require_end_takes_stats
 from rlkit.variants.registry import (Plug, PlugContext, Plugs, Variant, groups_class, load_plugins, register_hook,
-                                     register_variant, registered, unregister_hook, variant_presets)
+                                     register_variant, registered, unregister_hook, variant_options, variant_presets)
 
 load_plugins()
 VariantGroups = groups_class()
@@ -60,4 +60,4 @@ def build_learner(trainer: str, cfg: Any, flat: FlatParameters, optimizer: Optim
 
 __all__ = ["BatchSource", "Passes", "Plug", "PlugContext", "Plugged", "Plugs", "UpdateHook", "Variant",
            "VariantGroups", "VariantState", "build_learner", "register_hook", "register_variant", "registered",
-           "unregister_hook", "variant_fields", "variant_presets"]
+           "unregister_hook", "variant_fields", "variant_options", "variant_presets"]
