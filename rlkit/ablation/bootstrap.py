@@ -1,8 +1,8 @@
 """rliable's stratified bootstrap, vectorized: the same resamples in the same order, drawn from
 NumPy's global RNG as rliable draws them (one ``[runs, tasks]`` index matrix per resample), with
 the statistic computed for every resample at once instead of one Python call per resample. The
-intervals are rliable's percentile intervals to the last bit where the statistic's arithmetic is
-the same (tested against ``rliable.library.get_interval_estimates``), at a small fraction of its
+intervals are rliable's percentile intervals up to the rounding of NumPy's reductions (within
+1e-12, tested against ``rliable.library.get_interval_estimates``), at a small fraction of its
 cost: tens of thousands of resamples take seconds.
 
 A statistic here maps resampled scores ``[reps, runs, tasks]`` (or two of them, for a pair) to
