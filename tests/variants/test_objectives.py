@@ -203,6 +203,18 @@ def test_bad_objective_options_are_one_line(kw, match):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("flags, match", [(["--kl-fixed", "--kl-adaptive"], "both replace the policy objective"),
+                                          (["--kl-beta", "-1"], "kl_beta (beta) must be a finite number >= 0"),
+                                          (["--kl-adaptive", "--kl-dtarg", "0"], "kl_dtarg (d_targ) must be")])
+def test_the_command_line_refuses_bad_objectives_in_one_line_writing_nothing(tmp_path, capsys, flags, match):
+    from rlkit.cli import main
+
+    assert main(["train", *flags, "--logdir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rlkit: error: ") and err.count("\n") == 1 and match in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_head_without_an_analytic_kl_is_refused_by_the_penalties():
     from rlkit.core.multi_heads import BernoulliHead
 
