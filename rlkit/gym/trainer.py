@@ -66,8 +66,7 @@ class TrainResult:
     """Training seconds (rollouts and updates, not evaluation) before each evaluation of ``eval_history``."""
     agent: Agent | None = field(default=None, repr=False, compare=False)
     train_return_last100: float = float("nan")
-    """Mean undiscounted return of the last 100 training episodes (fewer when fewer finished; NaN
-    when none did): the score of the PPO paper's tables."""
+    """Mean return of the last 100 training episodes (NaN before any): the PPO paper's score."""
 
     def to_json(self) -> dict[str, object]:
         """The result as JSON values (a NaN return, e.g. with no evaluation, becomes null)."""
@@ -349,14 +348,9 @@ class PPOTrainer:
         sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
         result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
                              progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent,
-                             self.train_return_last100())
+                             float(np.mean(self.parts.episodes.recent)) if self.parts.episodes.recent else float("nan"))
         write_result(self.run_dir, result.to_json())
         return result
-
-    def train_return_last100(self) -> float:
-        """The mean return of the last (at most) 100 finished training episodes; NaN before any."""
-        recent = self.parts.episodes.recent
-        return float(np.mean(recent)) if recent else float("nan")
 
     def _evaluate(self, logger: Logger) -> EvalResult:
         """Deterministic evaluation of the current policy on its own env and seeds (the training

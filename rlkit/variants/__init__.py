@@ -2,8 +2,8 @@
 (:mod:`~rlkit.variants.registry`): :mod:`~rlkit.variants.outer` (Outer-PPO, an update hook),
 :mod:`~rlkit.variants.hp3o` (HP3O, a batch source), :mod:`~rlkit.variants.group` (RLOO and
 GRPO, critic-free advantages for the token env) and the PPO paper's other objectives
-(:mod:`~rlkit.variants.no_clip`, :mod:`~rlkit.variants.kl_fixed`, :mod:`~rlkit.variants.kl_adaptive`). :mod:`~rlkit.variants.base` says what a variant
-may plug in. Importing this package registers the built-in variants, imports the plug-ins named
+(:mod:`~rlkit.variants.no_clip`, :mod:`~rlkit.variants.kl_fixed`, :mod:`~rlkit.variants.kl_adaptive`).
+:mod:`~rlkit.variants.base` says what a variant may plug in. Importing this package registers the built-in variants, imports the plug-ins named
 by ``rlkit.variants`` entry points and ``RLKIT_VARIANTS``, and builds :data:`VariantGroups`."""
 
 from typing import Any, NamedTuple

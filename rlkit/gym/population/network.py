@@ -145,15 +145,12 @@ class _HeadCall(nn.Module):
 
 
 class StackedLoss:
-    """The run's objective for every member at once, each member's means its own (``dim=1`` over
-    the minibatch axis). A head that declares softmax logits (``fused_kind == "categorical"``: its
-    ops act on the last axis) reads ``[K, B, A]`` as it is; a diagonal Gaussian's formulas take each
-    member's log-std broadcast over its rows; any other head runs once per member under
-    ``torch.func.vmap`` with that member's parameters. The default objective (PPO's clipped
-    surrogate) is :func:`rlkit.core.loss.ppo_loss_terms`, or with ``fused`` the log-probs of
-    softmax logits and the objective each as one autograd node (:mod:`rlkit.fast.loss`, the single
-    run's fast kernels over the member axis); any other objective is called with ``[K, B]``
-    :class:`ObjectiveInputs` through autograd (``fused`` then does not apply)."""
+    """The run's objective for every member at once, each member's means its own (``dim=1``). A
+    head declaring softmax logits (``fused_kind == "categorical"``) reads ``[K, B, A]`` as it is; a
+    diagonal Gaussian's formulas take each member's log-std; any other head runs per member under
+    ``torch.func.vmap``. The default objective is :func:`rlkit.core.loss.ppo_loss_terms`, with
+    ``fused`` the single run's fast kernels over the member axis (:mod:`rlkit.fast.loss`); any
+    other objective is called with ``[K, B]`` :class:`ObjectiveInputs` through autograd."""
 
     def __init__(self, head: PolicyHead, hp: PPOConfig, fused: bool = False,
                  objective: Objective = CLIPPED_SURROGATE) -> None:
@@ -193,8 +190,7 @@ class StackedLoss:
         return terms(log_probs, entropy, values, mb, **loss_coefficients(hp), dim=1)
 
     def full_params(self, head_params: dict[str, torch.Tensor], dist_params: torch.Tensor) -> torch.Tensor:
-        """``[K, B, P]`` every member's full distribution parameters (its head's ``full_params``:
-        logits, or a Gaussian's means beside that member's log-std)."""
+        """``[K, B, P]`` every member's head's ``full_params`` (a Gaussian's with its own log-std)."""
         if self.gaussian:
             return gaussian_full_params(dist_params, head_params["head.log_std"][:, None, :])
         if self.direct:
@@ -240,8 +236,7 @@ def _pack(batch: Batch) -> torch.Tensor:
 
 
 def _unpack(mb: torch.Tensor, like: Batch, behaviour: bool = False) -> Batch:
-    """``[K, s, C]`` packed rows as a :class:`Batch` of ``[K, s, ...]`` fields (``behaviour``: the
-    columns after the values are the behaviour policy's distribution parameters)."""
+    """``[K, s, C]`` packed rows as a :class:`Batch` of ``[K, s, ...]`` fields (``behaviour``: and the last columns)."""
     k, s, _ = mb.shape
     d, shape = like.obs.shape[1], like.actions.shape[1:]
     a = int(np.prod(shape))
@@ -253,11 +248,9 @@ def _unpack(mb: torch.Tensor, like: Batch, behaviour: bool = False) -> Batch:
 
 def _with_behaviour(stacked: StackedParameters, loss_fn: StackedLoss, packed: torch.Tensor, obs_dim: int,
                     size: int, orders: torch.Tensor) -> torch.Tensor:
-    """``packed [K, b, C]`` with every member's behaviour distribution parameters appended where the
-    objective needs them: a forward of the stacked network before the first epoch (the policy that
-    collected the rollout), on the rows in the first epoch's ``orders [K, b]`` and in chunks of the
-    minibatch ``size``, the first epoch's minibatches themselves, so their forward before the first
-    step has the same bits (the KL is 0 until the policy moves)."""
+    """``packed [K, b, C]`` with the behaviour policy's distribution parameters appended where the
+    objective needs them: a forward before the first epoch on that epoch's minibatches (``orders
+    [K, b]``, chunks of ``size``), whose forward before its first step has the same bits."""
     if not loss_fn.objective.needs_dist_params:
         return packed
     index = orders.to(packed.device)[:, :, None]
@@ -366,11 +359,9 @@ def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: li
     like = next(m.batch for m in members if m is not None)
     device = stacked.theta.device
     packed = torch.stack([_pack(m.batch if m is not None else like) for m in members]).to(device)
-    b = packed.shape[1]
-    count = min(num_minibatches, b)
+    b, running = packed.shape[1], [m is not None for m in members]
+    count, orders = min(num_minibatches, b), _orders(members, running, b)
     size = b // count
-    running = [m is not None for m in members]
-    orders = _orders(members, running, b)
     packed = _with_behaviour(stacked, loss_fn, packed, like.obs.shape[1], size, orders)
     width = packed.shape[2]
     steps: list[torch.Tensor] = []
