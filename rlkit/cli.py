@@ -277,8 +277,9 @@ def _report(argv: list[str]) -> int:
     parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.", epilog=tools_help())
     parser.add_argument("sweep_dir", help="the sweep's output folder (rlkit sweep --out)")
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
-    parser.add_argument("--metric", default="final", choices=["final", "auc"], help="each run's score: its last "
-                        "evaluation, or the area under its learning curve (default: final)")
+    parser.add_argument("--metric", default="final", choices=["final", "auc", "train100"],
+                        help="each run's score: its last evaluation, the mean over a common step grid of its "
+                        "evaluations, or the mean return of its last 100 training episodes (the PPO paper's)")
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"], help="across envs: scores "
                         "scaled by each env's random-policy and reference returns, or none (default: minmax)")
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")

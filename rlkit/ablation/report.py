@@ -80,6 +80,11 @@ def _load(sweep: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
     return spec, runs, results
 
 
+METRICS = {"final": "last evaluation", "auc": "mean over a common step grid",
+           "train100": "mean of the last 100 training episodes"}
+"""What ``--metric`` scores each run by."""
+
+
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
                  reps: int = stats.REPS, variants: Sequence[str] | None = None, out_dir: str | None = None
                  ) -> dict[str, Any]:
@@ -98,7 +103,10 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     if baseline not in present:
         raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(present)}")
     shown = chosen(variants, spec.variants, present, baseline)
-    scores = stats.final_scores(results) if metric == "final" else stats.auc_scores(results)
+    if metric not in METRICS:
+        raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    scores = {"final": lambda: stats.final_scores(results), "auc": lambda: stats.auc_scores(results),
+              "train100": lambda: stats.train100_scores(runs)}[metric]()
     broken = scores[~np.isfinite(scores["score"].to_numpy(dtype=float))]
     scores = scores.drop(broken.index)
     if scores.empty:
@@ -264,7 +272,7 @@ def _few_runs(s: dict[str, Any]) -> list[str]:
 
 def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str]) -> str:
     lines = [f"# Sweep report: {spec.name}", "",
-             f"Metric: **{s['metric']}** return of each run ({'last evaluation' if s['metric'] == 'final' else 'mean over a common step grid'}); "
+             f"Metric: **{s['metric']}** return of each run ({METRICS[s['metric']]}); "
              f"baseline **{s['baseline']}**. Runs: " + ", ".join(f"{n} {k}" for k, n in s["runs"].items()) + ".", ""]
     if "variants_of_sweep" in s:
         lines += [f"Shown: the baseline and {', '.join(v for v in s['variants'] if v != s['baseline'])} "

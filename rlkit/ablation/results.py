@@ -3,7 +3,8 @@
 ``results.csv``: one tidy row per evaluation — variant, env, seed, kind, step, wall_s (training
 seconds before that evaluation, evaluation excluded), eval_return_mean, eval_return_std.
 ``runs.csv``: one row per run — variant, env, seed, kind, status (done / failed / missing), error,
-final_return, total_steps, steps_per_second, train_seconds, run_seconds (the run's wall time in
+final_return, train_return_last100 (the mean return of its last 100 training episodes),
+total_steps, steps_per_second, train_seconds, run_seconds (the run's wall time in
 its worker: env creation, training, evaluation, files), pack_size, pack_steps_per_second,
 pack_train_seconds, run_dir. A run trained alone is a pack of one. The seeds of a pack train in
 one process, so its seconds are the pack's: ``pack_train_seconds`` is the pack's training time
@@ -36,7 +37,7 @@ from rlkit.gym.config import TrainConfig
 from rlkit.variants.migrate import migrate_config
 
 RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_return_mean", "eval_return_std"]
-RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "total_steps",
+RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "train_return_last100", "total_steps",
                "steps_per_second", "train_seconds", "run_seconds", "pack_size", "pack_steps_per_second",
                "pack_train_seconds", "run_dir"]
 LOCK = ".rlkit-sweep.lock"
@@ -264,6 +265,7 @@ def _run_row(sweep_dir: Path, run: Any, recorded: dict[str, Any],
         seconds = (res.get("total_steps") or 0) / sps if sps else None
         run_seconds = recorded.get("seconds")
         row.update(status="done", final_return=res.get("eval_return_mean"), total_steps=res.get("total_steps"),
+                   train_return_last100=res.get("train_return_last100"),
                    steps_per_second=sps * pack, train_seconds=seconds / pack if seconds is not None else None,
                    run_seconds=run_seconds / pack if isinstance(run_seconds, (int, float)) else None,
                    pack_size=pack, pack_steps_per_second=sps * pack, pack_train_seconds=seconds)

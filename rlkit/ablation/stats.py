@@ -42,6 +42,16 @@ def auc_scores(results: pd.DataFrame, grid_points: int = 50) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def train100_scores(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per finished run: the mean return of its last 100 training episodes (its
+    ``train_return_last100``, the PPO paper's score; NaN where a run recorded none, as the
+    reference implementations do) at its last step."""
+    done = runs[runs["status"] == "done"]
+    score = pd.to_numeric(done.get("train_return_last100", pd.Series(np.nan, index=done.index)), errors="coerce")
+    return pd.DataFrame({"variant": done["variant"], "env": done["env"], "seed": done["seed"],
+                         "step": done["total_steps"], "score": score.astype(float)}).reset_index(drop=True)
+
+
 def normalize(scores: pd.DataFrame, references: dict[str, dict[str, float]]) -> pd.DataFrame:
     """Min-max normalized ``score``: ``(score - random) / (reference - random)`` per env."""
     out = scores.copy()

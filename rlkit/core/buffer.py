@@ -3,7 +3,7 @@ rollout loop, flattened into a :class:`Batch` for the update."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import torch
@@ -26,6 +26,18 @@ class Batch(NamedTuple):
     """``[B]`` value targets."""
     values: torch.Tensor
     """``[B]`` V(s) at collection time (for value clipping)."""
+    behaviour_params: torch.Tensor | None = None
+    """``[B, P]`` the behaviour policy's full distribution parameters (the head's ``full_params``),
+    present only for an objective that needs them (an analytic KL penalty)."""
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Batch":
+        """``fn`` applied to every field present (an absent ``behaviour_params`` stays None)."""
+        return Batch(*(None if x is None else fn(x) for x in self))
+
+    @staticmethod
+    def concat(parts: Sequence["Batch"]) -> "Batch":
+        """The parts' rows one after another (a field the parts lack stays None)."""
+        return Batch(*(None if xs[0] is None else torch.cat(xs) for xs in zip(*parts)))
 
 
 class Rollout(NamedTuple):
@@ -157,6 +169,8 @@ def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Gen
     pixels = batch.obs.dtype == torch.uint8  # image observations stay bytes: gathered on their own
     cols = [batch.actions.reshape(b, -1).float(),
             batch.log_probs[:, None], batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]]
+    if batch.behaviour_params is not None:
+        cols.append(batch.behaviour_params)
     packed = torch.cat(cols if pixels else [batch.obs, *cols], dim=1)
     order = torch.randperm(b, generator=generator).to(packed.device) if shuffle else None
     shuffled = packed.index_select(0, order) if order is not None else packed
@@ -169,4 +183,5 @@ def iterate_minibatches(batch: Batch, num_minibatches: int, generator: torch.Gen
         actions = mb[:, d:d + a].to(action_dtype).reshape(size, *action_shape)
         tail = mb[:, d + a:]
         mb_obs = obs[start:start + size] if obs is not None else mb[:, :d]
-        yield Batch(mb_obs, actions, tail[:, 0], tail[:, 1], tail[:, 2], tail[:, 3])
+        yield Batch(mb_obs, actions, tail[:, 0], tail[:, 1], tail[:, 2], tail[:, 3],
+                    tail[:, 4:] if batch.behaviour_params is not None else None)

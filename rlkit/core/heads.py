@@ -78,6 +78,11 @@ class PolicyHead(Protocol):
 
     def parameters(self): ...
 
+    # A head may also offer the analytic KL divergence (what KL-penalty objectives need; see
+    # :func:`offers_kl`): ``full_params(params) -> [..., P]``, every number the distribution depends
+    # on (logits; a Gaussian's means and log-stds), and ``kl(old, new) -> [...]``, KL(old || new)
+    # between two of those, summed over action dimensions, for any leading axes.
+
 
 class CategoricalHead(nn.Module):
     """Categorical over ``n`` actions (``Discrete``); params are logits ``[B, n]``."""
@@ -116,6 +121,13 @@ class CategoricalHead(nn.Module):
 
     def mode(self, logits: torch.Tensor) -> torch.Tensor:
         return logits.argmax(-1)
+
+    def full_params(self, logits: torch.Tensor) -> torch.Tensor:
+        """The logits themselves: they are the whole distribution."""
+        return logits
+
+    def kl(self, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+        return categorical_kl(old, new)
 
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         return actions + self.start if self.start else actions
@@ -166,6 +178,33 @@ def gaussian_entropy(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     return per_dim.expand(mean.shape[:-1])
 
 
+def categorical_kl(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``KL(old || new) = sum p_old (log p_old - log p_new)`` of softmax logits ``[..., A]`` -> ``[...]``
+    (an action of probability 0 under ``old`` adds 0, e.g. a masked one)."""
+    log_old, log_new = torch.log_softmax(old, -1), torch.log_softmax(new, -1)
+    return (log_old.exp() * (log_old - log_new)).sum(-1)
+
+
+def gaussian_full_params(mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """``[..., B, 2A]``: ``mean [..., B, A]`` and ``log_std`` broadcast to it (``[A]``, or ``[K, 1, A]``
+    for ``K`` stacked heads) side by side."""
+    return torch.cat([mean, log_std.expand(mean.shape)], -1)
+
+
+def gaussian_kl(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """``KL(old || new)`` of diagonal Gaussians given as :func:`gaussian_full_params` ``[..., 2A]`` ->
+    ``[...]``: per dimension ``log(s1 / s0) + (s0^2 + (m0 - m1)^2) / (2 s1^2) - 1/2``, summed."""
+    a = old.shape[-1] // 2
+    mean0, log_std0, mean1, log_std1 = old[..., :a], old[..., a:], new[..., :a], new[..., a:]
+    var_ratio = torch.exp(2 * (log_std0 - log_std1))
+    return (log_std1 - log_std0 + 0.5 * (var_ratio + (mean0 - mean1).square() * torch.exp(-2 * log_std1)) - 0.5).sum(-1)
+
+
+def offers_kl(head: object) -> bool:
+    """Whether ``head`` offers ``full_params`` and ``kl`` (the analytic KL; see :class:`PolicyHead`)."""
+    return callable(getattr(head, "full_params", None)) and callable(getattr(head, "kl", None))
+
+
 class DiagGaussianHead(nn.Module):
     """Diagonal Gaussian with a state-independent log-std (``Box``); params are means ``[B, A]``.
 
@@ -204,6 +243,13 @@ class DiagGaussianHead(nn.Module):
 
     def mode(self, mean: torch.Tensor) -> torch.Tensor:
         return mean
+
+    def full_params(self, mean: torch.Tensor) -> torch.Tensor:
+        """``[..., 2A]``: the means and the log-std broadcast to every row (:func:`gaussian_full_params`)."""
+        return gaussian_full_params(mean, self.log_std)
+
+    def kl(self, old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+        return gaussian_kl(old, new)
 
     def to_env(self, actions: np.ndarray) -> np.ndarray:
         """A clipped copy for the env (the stored sample stays unclipped)."""

@@ -12,13 +12,16 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 import torch
 
+from rlkit.core.objective import CLIPPED_SURROGATE, Objective
 from rlkit.core.optim import FlatParameters, Optimizer, adam_state, restore_adam_state
 from rlkit.core.parts import Passes, load_part_states, save_part_states
+from rlkit.errors import CheckpointError
 from rlkit.io.checkpoint import prefixed, unprefixed
 
 log = logging.getLogger("rlkit")
@@ -34,7 +37,7 @@ class Hook(Protocol):
 
     def begin(self) -> None: ...
 
-    def end(self) -> dict[str, float]: ...
+    def end(self, stats: Mapping[str, float]) -> dict[str, float]: ...
 
     def schedule(self, fraction: float) -> None: ...
 
@@ -75,6 +78,8 @@ class Learner:
     """Run around the inner epochs of every pass, in registration order (Outer-PPO)."""
     source: Any = None
     """The batch source: what the epochs train on (the latest rollout, or HP3O's hybrid batches)."""
+    objective: Objective = CLIPPED_SURROGATE
+    """The policy objective every minibatch's loss is computed by (a variant's, or PPO's clipped surrogate)."""
 
     def schedule(self, fraction: float) -> None:
         """Before every update: tell each hook the learning rate's annealing fraction."""
@@ -83,36 +88,51 @@ class Learner:
 
     def passes(self, selected: Any, optimize: Callable[[Any], dict[str, float]]) -> dict[str, float]:
         """Train on what the batch source selected: one pass, or each of :class:`Passes` as an
-        update of its own, with every hook's ``begin`` before and ``end`` after; returns the
-        passes' scalars averaged."""
+        update of its own, with every hook's ``begin`` before and ``end`` after (given the
+        update's statistics: the ``losses/`` scalars of ``optimize``); returns the passes' scalars
+        averaged."""
         runs = []
         for part in selected.sources if isinstance(selected, Passes) else [selected]:
             for hook in self.hooks:
                 hook.begin()
             stats = optimize(part)
+            update_stats = MappingProxyType(dict(stats))
             for hook in self.hooks:
-                stats.update(hook.end())
+                stats.update(hook.end(update_stats))
             runs.append(stats)
         return {key: float(np.mean([r[key] for r in runs])) for key in runs[0]}
 
     def checkpoint(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        """Adam's state, the random streams (the generator, torch's global one, numpy's) and the
-        hooks' and batch source's state: tensors, and the JSON for ``state.json``."""
+        """Adam's state, the random streams (the generator, torch's global one, numpy's), the
+        hooks', batch source's and objective's state and the objective's name: tensors, and the
+        JSON for ``state.json``."""
         tensors = prefixed("optim", adam_state(self.optimizer, self.flat.param))
         tensors["rng.generator"] = self.generator.get_state()
         tensors["rng.torch"] = torch.get_rng_state()
-        part_tensors, variants = save_part_states([*self.hooks, self.source])
+        part_tensors, variants = save_part_states(self.parts())
         tensors.update(part_tensors)
-        return tensors, {"rng_numpy": self.rng.bit_generator.state, "variants": variants}
+        return tensors, {"rng_numpy": self.rng.bit_generator.state, "variants": variants,
+                         "objective": self.objective.name}
+
+    def parts(self) -> list[Any]:
+        """What carries checkpoint state of its own: the hooks, the batch source and an objective with state."""
+        stateful = callable(getattr(self.objective, "state", None))
+        return [*self.hooks, self.source, *([self.objective] if stateful else [])]
 
     def restore(self, tensors: dict[str, torch.Tensor], state: dict[str, Any]) -> None:
-        """Inverse of :meth:`checkpoint` (the parameters themselves are the trainer's to restore)."""
+        """Inverse of :meth:`checkpoint` (the parameters themselves are the trainer's to restore);
+        a checkpoint of another objective is a one-line :class:`CheckpointError` (one written before
+        objectives were recorded was trained with the clipped surrogate)."""
+        stored = state.get("objective", CLIPPED_SURROGATE.name)
+        if stored != self.objective.name:
+            raise CheckpointError(f"the checkpoint was trained with the objective {stored!r}; this run's objective "
+                                  f"is {self.objective.name!r}: a run resumes only under its own objective")
         # Adam's state is empty before its first step (HP3O takes none until an episode has finished).
         restore_adam_state(self.optimizer, self.flat.param, unprefixed("optim", tensors))
         restore_generator(self.generator, tensors["rng.generator"])
         if "rng.torch" in tensors:
             torch.set_rng_state(tensors["rng.torch"])
-        load_part_states([*self.hooks, self.source], tensors, state.get("variants", {}))
+        load_part_states(self.parts(), tensors, state.get("variants", {}))
         self.rng.bit_generator.state = state["rng_numpy"]
 
 

@@ -17,11 +17,12 @@ per-op cost dominates; the two are tested equal.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import torch
 
 from rlkit.core.buffer import Batch
+from rlkit.core.config import PPOConfig
 from rlkit.core.heads import PolicyHead
 
 
@@ -42,6 +43,23 @@ class LossFn(Protocol):
     def __call__(self, head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
                  clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float,
                  norm_adv: bool, vloss_form: str = "max") -> LossOutput: ...
+
+
+class LossTargets(Protocol):
+    """What the PPO loss reads of a minibatch besides the policy's outputs (a :class:`Batch` is
+    one): the behaviour log-probs, raw advantages, value targets and old values, all ``[B]``."""
+
+    @property
+    def log_probs(self) -> torch.Tensor: ...
+
+    @property
+    def advantages(self) -> torch.Tensor: ...
+
+    @property
+    def returns(self) -> torch.Tensor: ...
+
+    @property
+    def values(self) -> torch.Tensor: ...
 
 
 class RatioStats(NamedTuple):
@@ -108,7 +126,7 @@ def ppo_loss(head: PolicyHead, dist_params: torch.Tensor, new_values: torch.Tens
                           ent_coef=ent_coef, vf_coef=vf_coef, norm_adv=norm_adv, vloss_form=vloss_form)
 
 
-def ppo_loss_terms(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor, mb: Batch, *,
+def ppo_loss_terms(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor, mb: LossTargets, *,
                    clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float, norm_adv: bool,
                    vloss_form: str = "max", dim: int | None = None) -> LossOutput:
     """The PPO loss from the policy's log-probs and entropies of ``mb.actions``: ``[B]`` inputs and
@@ -117,7 +135,24 @@ def ppo_loss_terms(new_log_probs: torch.Tensor, entropy: torch.Tensor, new_value
     advantages = normalize_advantages(mb.advantages, dim) if norm_adv else mb.advantages
     log_ratio = new_log_probs - mb.log_probs
     pg_loss = clipped_surrogate(log_ratio.exp(), advantages, clip_coef, dim)
+    return policy_loss_terms(pg_loss, log_ratio, entropy, new_values, mb, clip_coef=clip_coef, clip_vloss=clip_vloss,
+                             ent_coef=ent_coef, vf_coef=vf_coef, vloss_form=vloss_form, dim=dim)
+
+
+def policy_loss_terms(pg_loss: torch.Tensor, log_ratio: torch.Tensor, entropy: torch.Tensor, new_values: torch.Tensor,
+                      mb: LossTargets, *, clip_coef: float, clip_vloss: bool, ent_coef: float, vf_coef: float,
+                      vloss_form: str = "max", dim: int | None = None) -> LossOutput:
+    """PPO's loss around a policy loss ``pg_loss`` (scalar, or ``[K]`` with ``dim``): the value loss
+    (:func:`value_loss`, clipped to ``clip_coef`` when ``clip_vloss``) and the entropy bonus of the
+    per-sample ``entropy``, ``loss = pg_loss - ent_coef * H + vf_coef * L_v``; ``log_ratio`` is
+    passed through (detached) for the ratio statistics."""
     v_loss = value_loss(new_values, mb.values, mb.returns, clip_coef, clip_vloss, vloss_form, dim)
     entropy = _mean(entropy, dim)
     loss = pg_loss - ent_coef * entropy + vf_coef * v_loss
     return LossOutput(loss, pg_loss.detach(), v_loss.detach(), entropy.detach(), log_ratio.detach())
+
+
+def loss_coefficients(hp: PPOConfig) -> dict[str, Any]:
+    """The keyword arguments :data:`LossFn` takes, from a :class:`PPOConfig`."""
+    return dict(clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef,
+                norm_adv=hp.norm_adv, vloss_form=hp.vloss_form)

@@ -24,6 +24,7 @@ from rlkit.core.encoders import encode_items
 from rlkit.core.learner import Progress
 from rlkit.core.loop import EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Iteration, RunSpec, Schedule, train_steps
 from rlkit.core.normalization import RewardScaler
+from rlkit.core.objective import with_behaviour_params
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.errors import ConfigError, EnvError, NonFiniteError, one_line
@@ -64,6 +65,8 @@ class TrainResult:
     eval_seconds: list[float] = field(default_factory=list)
     """Training seconds (rollouts and updates, not evaluation) before each evaluation of ``eval_history``."""
     agent: Agent | None = field(default=None, repr=False, compare=False)
+    train_return_last100: float = float("nan")
+    """Mean return of the last 100 training episodes (NaN before any): the PPO paper's score."""
 
     def to_json(self) -> dict[str, object]:
         """The result as JSON values (a NaN return, e.g. with no evaluation, becomes null)."""
@@ -150,6 +153,7 @@ class PPOTrainer:
         self.learner = build_learner("gym", cfg, flat, self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                      self.device, self.model, FreshRollout(cfg.gamma, cfg.gae_lambda),
                                      generator_device=torch.device("cpu")).learner
+        self.kernels.announce(self.learner.objective)
         self.parts = GymParts(self.model, self.agent.obs_norm, RewardScaler(cfg.num_envs, cfg.gamma, cfg.norm_reward),
                               Episodes(cfg.num_envs), Evaluations())
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,
@@ -241,6 +245,8 @@ class PPOTrainer:
         source, stats = self.learner.source.batches(Rollout(self.buffer, last_values), self.progress.updates_done)
         if source is None:  # e.g. HP3O before the first finished trajectory: nothing to learn from yet
             return stats
+        source = with_behaviour_params(source, self.learner, lambda obs: self.model.forward(obs.to(self.device))[0],
+                                       self.head, self.cfg.num_minibatches)
         stats.update(self.learner.passes(source, self.optimize))
         self.actor = self.model.snapshot()
         return stats
@@ -250,14 +256,14 @@ class PPOTrainer:
         device, model, learner = self.device, self.model, self.learner
 
         def epoch_minibatches() -> Iterator[Batch]:
-            batch = Batch(*(x.to(device) for x in source.epoch_batch()))
+            batch = source.epoch_batch().map(lambda x: x.to(device))
             return iterate_minibatches(batch, self.cfg.num_minibatches, learner.generator, source.shuffle)
 
         def forward(mb: Batch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
             return (*model.forward(mb.obs), mb)  # forward, not __call__: no module hooks on every minibatch
 
         stats = ppo_epochs(epoch_minibatches, forward, self.head, learner.flat, learner.optimizer, self.cfg.ppo,
-                           self.progress.updates_done + 1, self.kernels.loss)
+                           self.progress.updates_done + 1, self.kernels.loss, learner.objective)
         stats["losses/explained_variance"] = explained_variance(source.pooled.returns, source.pooled.values)
         return stats
 
@@ -341,7 +347,8 @@ class PPOTrainer:
         cfg, progress, evaluations = self.cfg, self.progress, self.parts.evaluations
         sps = progress.env_steps / progress.seconds if progress.seconds else 0.0
         result = TrainResult(cfg.env, cfg.seed, progress.env_steps, sps, mean, std, str(self.run_dir), cfg.variant,
-                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent)
+                             progress.updates_done, list(evaluations.history), list(evaluations.seconds), self.agent,
+                             float(np.mean(self.parts.episodes.recent)) if self.parts.episodes.recent else float("nan"))
         write_result(self.run_dir, result.to_json())
         return result
 

@@ -38,8 +38,8 @@ def result_problem(result: Any, env: str | None = None, seed: int | None = None)
     """Why ``result`` is not a finished run's ``result.json`` (of the run of ``env`` and ``seed``,
     when given), or None. Read: ``total_steps`` (a count), ``eval_history`` (``[env steps, mean,
     std]`` triples), ``eval_seconds`` (one number or null per evaluation), ``eval_return_mean``,
-    ``eval_return_std`` (numbers or null) and ``steps_per_second`` (a number >= 0); each but the
-    first two may be missing."""
+    ``eval_return_std``, ``train_return_last100`` (numbers or null) and ``steps_per_second`` (a
+    number >= 0); each but the first two may be missing."""
     if not isinstance(result, dict):
         return "not a JSON object"
     if not is_count(result.get("total_steps")):
@@ -51,7 +51,7 @@ def result_problem(result: Any, env: str | None = None, seed: int | None = None)
     if seconds is not None and not (isinstance(seconds, list) and len(seconds) == len(result["eval_history"])
                                     and all(_number_or_null(s) for s in seconds)):
         return "eval_seconds is not one number per evaluation"
-    for key in ("eval_return_mean", "eval_return_std"):
+    for key in ("eval_return_mean", "eval_return_std", "train_return_last100"):
         if not _number_or_null(result.get(key)):
             return f"{key} is not a number"
     sps = result.get("steps_per_second")

@@ -29,7 +29,7 @@ from rlkit.core.loop import Iteration, RunSpec, Schedule, train_steps
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
-from rlkit.errors import OutputError, one_line
+from rlkit.errors import ConfigError, OutputError, one_line
 from rlkit.io.logger import Logger
 from rlkit.io.run import RunDir, open_run_dir, timestamp, write_result
 from rlkit.io.threads import seed_and_threads
@@ -111,6 +111,11 @@ class RLHFTrainer:
         self.learner, self.group_size = build_learner("rlhf", cfg, flat,
                                                       self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                                       self.device, self.model, FreshGrid())
+        if self.learner.objective.needs_dist_params:
+            raise ConfigError(f"the objective {self.learner.objective.name!r} needs the behaviour policy's whole "
+                              "distribution at every token, which the RLHF trainer does not keep (vocabulary-sized "
+                              "logits); use it with the Gymnasium trainer")
+        self.kernels.announce(self.learner.objective)
         self.run_dir, self.lock = early or open_run_dir(cfg.logdir, cfg.run_name,
                                                         f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}", None)
         with self.lock.released_on_error():
@@ -216,10 +221,10 @@ class RLHFTrainer:
                 logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
                                                            mb.local_rows, t_cols[mb.transitions],
                                                            train_grid.prompt_width)
-            return logits, values, Batch(*(x[mb.transitions] for x in batch))
+            return logits, values, batch.map(lambda x: x[mb.transitions])
 
         stats = ppo_epochs(epoch_minibatches, forward, self.model.head, learner.flat, learner.optimizer, cfg.ppo,
-                           self.progress.updates_done + 1, self.kernels.loss)
+                           self.progress.updates_done + 1, self.kernels.loss, learner.objective)
         stats["losses/explained_variance"] = explained_variance(batch.returns, batch.values)
         return stats
 

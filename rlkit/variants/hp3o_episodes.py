@@ -137,7 +137,7 @@ class HybridBatches:
             picks = [start + self.rng.choice(stop - start, size=share, replace=stop - start < share)
                      for (start, stop), share in zip(segments, shares)]
         index = torch.from_numpy(np.concatenate(picks)).to(self.pooled.obs.device)
-        return Batch(*(x.index_select(0, index) for x in self.pooled))
+        return self.pooled.map(lambda x: x.index_select(0, index))
 
 
 def trajectory_gae(trajs: list[Trajectory], values: list[torch.Tensor], final_values: list[float], gamma: float,
@@ -197,7 +197,7 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
         parts.append(Batch(traj.obs, traj.actions, traj.log_probs, advantages, returns, values[j]))
         segments.append((offset, offset + len(traj)))
         offset += len(traj)
-    pooled = Batch(*(torch.cat(xs) for xs in zip(*parts)))
+    pooled = Batch.concat(parts)
     return HybridBatches(pooled, segments, samples, rng, sampling), replaced / max(total, 1)
 
 

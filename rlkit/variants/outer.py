@@ -9,7 +9,7 @@ Nesterov as in ``torch.optim.SGD``, or any torch optimizer). Plain PPO is sigma 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Mapping
 
 import torch
 from torch import nn
@@ -174,8 +174,9 @@ class OuterStep(UpdateHook):
             self.start = self.theta.clone()
 
     @torch.no_grad()
-    def end(self) -> dict[str, float]:
-        """After the inner epochs: apply the outer step; returns ``outer/`` diagnostics."""
+    def end(self, stats: Mapping[str, float]) -> dict[str, float]:
+        """After the inner epochs: apply the outer step; returns ``outer/`` diagnostics (the update's
+        ``stats`` are not needed)."""
         assert self.theta_k is not None, "OuterStep.end() without begin()"
         theta_star = self.theta.clone()
         grad = (self.theta_k if self.start is None else self.start) - theta_star

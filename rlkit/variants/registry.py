@@ -32,6 +32,7 @@ from torch import nn
 
 from rlkit.core.config import (PPOConfig, composed_getattr, composed_replace, flat_init, require_field_types,
                                validation_enabled)
+from rlkit.core.objective import Objective
 from rlkit.core.optim import FlatParameters
 from rlkit.errors import ConfigError
 from rlkit.variants.base import BatchSource, UpdateHook
@@ -101,6 +102,9 @@ class Plug:
     """What the epochs train on (None: the trainer's latest rollout)."""
     group_size: int = 1
     """Consecutive sub-environments that start from the same state (the same prompt on the token env)."""
+    objective: Objective | None = None
+    """The policy objective every minibatch's loss is computed by (None: PPO's clipped surrogate);
+    the variant declares ``replaces_objective``."""
 
 
 Builder = Callable[[Any, PlugContext], Plug]
@@ -124,6 +128,8 @@ class Variant:
     """Trainer kind -> ``check(options, trainer_config)``: one-line ConfigError when they do not fit."""
     replaces_batch: bool = False
     """The variant provides the batch source (at most one enabled variant may)."""
+    replaces_objective: bool = False
+    """The variant brings the policy objective (at most one enabled variant may)."""
     critic: bool = True
     """False: the variant needs no value function (the trainer builds none)."""
     presets: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
@@ -285,6 +291,8 @@ class Plugs:
     group_size: int
     critic: bool
     """Whether the trainer needs a value function."""
+    objective: Objective | None = None
+    """The one variant objective (None: PPO's clipped surrogate)."""
 
 
 class GroupsMethods:
@@ -314,6 +322,10 @@ class GroupsMethods:
         sources = [v.name for v in self.enabled() if v.replaces_batch]
         if len(sources) > 1:
             raise ConfigError(f"variants {' and '.join(sources)} both choose what the epochs train on; use one")
+        objectives = [v.name for v in self.enabled() if v.replaces_objective]
+        if len(objectives) > 1:
+            raise ConfigError(f"variants {' and '.join(objectives)} both replace the policy objective (an objective "
+                              "cannot be combined with one it cannot stack with); use one")
 
     @property
     def name(self) -> str:
@@ -361,10 +373,15 @@ class GroupsMethods:
         for v, plug in zip(self.enabled(), plugs):
             if not isinstance(plug, Plug):
                 raise ConfigError(f"variant {v.name}'s {build} returned {type(plug).__name__}, not a Plug")
-        extra = (factory(self, ctx.flat) for factory in _HOOKS.values())
+            if (plug.objective is not None) != v.replaces_objective:
+                raise ConfigError(f"variant {v.name}'s {build} must return an objective exactly when the variant "
+                                  "declares replaces_objective")
+        extra = [factory(self, ctx.flat) for factory in _HOOKS.values()]
+        hooks = [h for p in plugs for h in p.hooks] + [h for h in extra if h is not None]
         sources = [p.source for p in plugs if p.source is not None]
-        return Plugs([h for p in plugs for h in p.hooks] + [h for h in extra if h is not None],
-                     sources[0] if sources else None, max([p.group_size for p in plugs], default=1), self.critic)
+        objectives = [p.objective for p in plugs if p.objective is not None]
+        return Plugs(hooks, sources[0] if sources else None, max([p.group_size for p in plugs], default=1),
+                     self.critic, objectives[0] if objectives else None)
 
 
 def groups_class() -> type:

@@ -139,3 +139,41 @@ def test_categorical_log_prob_entropy_and_its_gradient_match_torch_distributions
         grads.append((lp.detach(), h.detach(), z.grad))
     for ours, ref in zip(*grads):
         torch.testing.assert_close(ours, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_categorical_kl_matches_torch_distributions():
+    torch.manual_seed(0)
+    head = CategoricalHead(6)
+    old, new = torch.randn(3, 32, 6) * 3, torch.randn(3, 32, 6) * 3  # any leading axes (a population's [K, B])
+    old[0, 0, 2] = -1e8  # a masked action: probability 0 under the old policy adds nothing
+    ref = torch.distributions.kl_divergence(Categorical(logits=old), Categorical(logits=new))
+    torch.testing.assert_close(head.kl(head.full_params(old), head.full_params(new)), ref)
+    assert torch.equal(head.kl(old, old), torch.zeros(3, 32))
+
+
+def test_gaussian_kl_matches_torch_distributions_summed_over_dims():
+    from rlkit.core.heads import gaussian_full_params
+
+    torch.manual_seed(0)
+    head = DiagGaussianHead(3, -np.ones(3), np.ones(3))
+    with torch.no_grad():
+        head.log_std.copy_(torch.tensor([-0.5, 0.0, 0.7]))
+    old_mean, new_mean = torch.randn(16, 3), torch.randn(16, 3)
+    old = head.full_params(old_mean)
+    new_log_std = torch.tensor([0.2, -0.3, 0.1])
+    new = gaussian_full_params(new_mean, new_log_std)
+    assert old.shape == (16, 6)
+    ref = torch.distributions.kl_divergence(Independent(Normal(old_mean, head.log_std.exp().expand(16, 3)), 1),
+                                            Independent(Normal(new_mean, new_log_std.exp().expand(16, 3)), 1))
+    torch.testing.assert_close(head.kl(old, new), ref)
+    assert torch.equal(head.kl(old, old), torch.zeros(16))
+    stacked = gaussian_full_params(torch.randn(2, 16, 3), torch.zeros(2, 1, 3))  # K heads' log-stds [K, 1, A]
+    assert stacked.shape == (2, 16, 6) and torch.equal(stacked[..., 3:], torch.zeros(2, 16, 3))
+
+
+def test_only_heads_with_an_analytic_kl_offer_it():
+    from rlkit.core.heads import offers_kl
+    from rlkit.core.multi_heads import BernoulliHead
+
+    assert offers_kl(CategoricalHead(2)) and offers_kl(DiagGaussianHead(1, -np.ones(1), np.ones(1)))
+    assert not offers_kl(BernoulliHead((3,)))

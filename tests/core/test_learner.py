@@ -22,8 +22,8 @@ class Recorder(UpdateHook):
     def begin(self) -> None:
         self.log.append("begin")
 
-    def end(self) -> dict[str, float]:
-        self.log.append("end")
+    def end(self, stats) -> dict[str, float]:
+        self.log.append(f"end {stats.get('losses/x')}")  # the pass's own statistics
         self.count += 1
         return {"rec/count": float(self.count)}
 
@@ -66,7 +66,7 @@ def test_passes_run_the_hooks_around_each_pass_and_average_their_scalars():
         return {"losses/x": part}
 
     stats = lrn.passes(Passes([1.0, 3.0]), optimize)
-    assert log == ["begin", "pass 1.0", "end", "begin", "pass 3.0", "end"]
+    assert log == ["begin", "pass 1.0", "end 1.0", "begin", "pass 3.0", "end 3.0"]
     assert stats == {"losses/x": 2.0, "rec/count": 1.5}
     assert lrn.passes(5.0, optimize) == {"losses/x": 5.0, "rec/count": 3.0}  # one plain pass
 
@@ -143,3 +143,42 @@ def test_a_damaged_generator_state_is_refused_not_reseeded(stored):
     tensors["rng.generator"] = stored
     with pytest.raises(ValueError, match="sampling generator"):
         a.restore(tensors, state)
+
+
+class Scaled:
+    """An objective with checkpoint state of its own (a coefficient it changes)."""
+
+    name, is_default, needs_dist_params = "scaled", False, False
+
+    def __init__(self) -> None:
+        self.scale = 1.0
+
+    def __call__(self, inputs, hp, dim=None):
+        raise AssertionError("not called here")
+
+    def state(self) -> PartState:
+        return PartState({"scale": torch.tensor([self.scale], dtype=torch.float64)}, None)
+
+    def load_state(self, state: PartState) -> None:
+        self.scale = float(state.tensors["scale"])
+
+
+def test_an_objectives_own_state_and_name_travel_in_the_checkpoint():
+    from rlkit.core.objective import CLIPPED_SURROGATE
+    from rlkit.errors import CheckpointError
+
+    a, b = learner(seed=1), learner(seed=2)
+    a.objective, b.objective = Scaled(), Scaled()
+    a.objective.scale = 0.375
+    tensors, state = a.checkpoint()
+    assert state["objective"] == "scaled" and torch.equal(tensors["scaled.scale"], torch.tensor([0.375], dtype=torch.float64))
+    b.restore(tensors, state)
+    assert b.objective.scale == 0.375
+    plain = learner(seed=3)
+    assert plain.objective is CLIPPED_SURROGATE and plain.checkpoint()[1]["objective"] == "clip"
+    with pytest.raises(CheckpointError, match="trained with the objective 'scaled'; this run's objective is 'clip'"):
+        plain.restore(tensors, state)
+    legacy = {k: v for k, v in plain.checkpoint()[1].items() if k != "objective"}  # written before the slot
+    plain.restore(plain.checkpoint()[0], legacy)
+    with pytest.raises(CheckpointError, match="trained with the objective 'clip'"):
+        b.restore(plain.checkpoint()[0], legacy)

@@ -14,7 +14,7 @@ def _loss_grads(kind, fused, k=3):
     """The stacked outputs and ``[K, P]`` gradient of the PPO loss for members 0..k-1 of three,
     each on its own rows of one batch of three members' data."""
     models, plain = _members(kind, k)
-    mb = type(_batch(_members(kind, 3)[0], 3))(*(x[:k] for x in _batch(_members(kind, 3)[0], 3)))
+    mb = _batch(_members(kind, 3)[0], 3).map(lambda x: x[:k])
     if fused:
         from rlkit.core.optim import FlatParameters
         from rlkit.gym.population.network import StackedParameters

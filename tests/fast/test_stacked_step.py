@@ -53,7 +53,7 @@ def test_a_members_direct_step_does_not_depend_on_who_else_is_stepped():
         models, stacked = _fused("categorical", k)
         mb = _batch(_members("categorical", 3)[0], 3, b=32)
         step = direct_step(stacked, StackedLoss(models[0].head, hp, fused=True))
-        out = step(type(mb)(*(x[:k] for x in mb)), torch.ones(k))
+        out = step(mb.map(lambda x: x[:k]), torch.ones(k))
         grads.append((stacked.theta.grad[0].clone(), out.loss[0]))
     assert torch.equal(grads[0][0], grads[1][0]) and torch.equal(grads[0][1], grads[1][1])
 

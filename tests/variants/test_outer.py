@@ -26,7 +26,7 @@ def test_sigma_one_without_momentum_returns_theta_star_bit_for_bit():
     star = [0.30000001, -3.70001, -2e-9, 0.001]
     outer.begin()
     inner(flat, star)
-    outer.end()
+    outer.end({})
     assert torch.equal(flat.data, torch.tensor(star))
 
 
@@ -36,7 +36,7 @@ def test_sigma_zero_leaves_weights_unchanged():
     outer = OuterStep(flat, lr=0.0)
     outer.begin()
     inner(flat, [5.0, 5.0, 5.0, 5.0])
-    outer.end()
+    outer.end({})
     assert torch.equal(flat.data, torch.tensor(start))
 
 
@@ -49,7 +49,7 @@ def test_momentum_and_nesterov_match_hand_computation(nesterov):
     for star_offset in (-0.2, -0.1, 0.3):
         outer.begin()
         inner(flat, [theta + star_offset])
-        outer.end()
+        outer.end({})
         g = -star_offset                     # g = theta_k - theta*
         buf = mu * buf + g if buf else g     # torch SGD: the first step initializes the buffer to g
         d = g + mu * buf if nesterov else buf
@@ -63,7 +63,7 @@ def test_biased_init_starts_inner_loop_along_previous_momentum():
     outer.begin()
     assert torch.equal(flat.data, torch.tensor([1.0, 2.0]))  # no momentum yet: no bias
     inner(flat, [0.8, 2.5])          # g = [0.2, -0.5]
-    outer.end()                      # buffer = g; theta = theta - g = [0.8, 2.5]
+    outer.end({})                      # buffer = g; theta = theta - g = [0.8, 2.5]
     theta_k = flat.data.clone()
     outer.begin()
     expected = theta_k - 0.4 * torch.tensor([0.2, -0.5])
@@ -77,7 +77,7 @@ def test_biased_init_of_the_update_form_moves_along_the_previous_outer_update():
     outer = OuterStep(flat, lr=2.0, momentum=0.5, nesterov=True, bias=0.4, bias_form="update")
     outer.begin()
     inner(flat, [0.8, 2.5])          # g = [0.2, -0.5]; b = g; u = -2 (g + 0.5 g) = [-0.6, 1.5]
-    outer.end()
+    outer.end({})
     theta_k = flat.data.clone()
     torch.testing.assert_close(theta_k, torch.tensor([0.4, 3.5]))
     outer.begin()
@@ -105,7 +105,7 @@ def test_biased_init_feedback_by_where_the_outer_gradient_is_measured(grad_from,
         theta_k = float(flat.data[0])
         outer.begin()
         inner(flat, [float(flat.data[0]) + 1.0])
-        outer.end()
+        outer.end({})
         seen.append(float(flat.data[0]) - theta_k)
     assert seen == pytest.approx(steps, rel=1e-6)
 
@@ -136,7 +136,7 @@ def test_update_form_bias_works_without_momentum():
     outer = OuterStep(flat, lr=1.5, bias=0.5, bias_form="update")
     outer.begin()
     inner(flat, [0.0])               # g = 1, u = -1.5, theta = -0.5
-    outer.end()
+    outer.end({})
     outer.begin()
     torch.testing.assert_close(flat.data, torch.tensor([-0.5 + 0.5 * -1.5]))
     assert rlkit.TrainConfig(outer_bias=0.5, outer_bias_form="update").variant == "outer-lr1-bias0.5-upd"
@@ -150,7 +150,7 @@ def test_annealing_scales_sigma_and_mu_with_the_inner_rate():
     assert (group["lr"], group["momentum"]) == (1.5 * 0.25, 0.9 * 0.25)
     outer.begin()
     inner(flat, [0.0])               # g = 1: theta = 1 - 0.375 * 1
-    outer.end()
+    outer.end({})
     torch.testing.assert_close(flat.data, torch.tensor([1.0 - 0.375]))
     constant = OuterStep(toy([1.0])[0], lr=1.5, momentum=0.9)
     constant.schedule(0.25)
@@ -178,7 +178,7 @@ def test_actor_only_leaves_critic_to_the_inner_loop():
     outer = OuterStep(flat, lr=0.5, actor_only=True)
     outer.begin()
     inner(flat, [3.0, 3.0])
-    outer.end()
+    outer.end({})
     assert float(a.detach()) == pytest.approx(2.0) and float(c.detach()) == 3.0
 
 
@@ -187,7 +187,7 @@ def test_any_torch_optimizer_can_be_the_outer_one():
     outer = OuterStep(flat, lr=0.1, optimizer="Adam")
     outer.begin()
     inner(flat, [0.0])
-    outer.end()
+    outer.end({})
     assert float(flat.data[0]) == pytest.approx(0.9, rel=1e-4)  # Adam's first step is lr * sign(g)
 
 
@@ -260,5 +260,5 @@ def test_an_integer_outer_lr_steps_as_a_float():
     outer = OuterStep(flat, lr=2**64)
     outer.begin()
     inner(flat, [2.0**-70, 1.0])
-    outer.end()
+    outer.end({})
     assert torch.equal(flat.data, torch.tensor([2.0**-6, 1.0]))

@@ -29,7 +29,8 @@ class CountingHook(UpdateHook):
         assert not self.open
         self.open = True
 
-    def end(self) -> dict[str, float]:
+    def end(self, stats) -> dict[str, float]:
+        assert {"losses/approx_kl", "losses/clipfrac", "losses/policy_loss"} <= set(stats)
         self.open, self.count = False, self.count + 1
         return {"counter/updates": float(self.count)}
 

@@ -41,7 +41,8 @@ class Damp(UpdateHook):
         self.before = self.flat.data.clone()
 
     @torch.no_grad()
-    def end(self) -> dict[str, float]:
+    def end(self, stats) -> dict[str, float]:
+        assert "losses/approx_kl" in stats  # a hook sees the update's statistics
         self.flat.data.copy_(torch.lerp(self.before, self.flat.data, self.scale))
         self.count += 1
         return {"toy/updates": float(self.count)}

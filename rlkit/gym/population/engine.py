@@ -8,7 +8,8 @@ population steps its members in lockstep: one batched matmul per layer acts for 
 member's minibatches through one batched network (:func:`stacked_epochs`). A member that fails
 (an env error, a non-finite loss) is recorded as failed, with its one-line error, and the others
 go on. PPO and the variants that act around the inner epochs (Outer-PPO: each member its own outer
-step and momentum) update as one stacked network; a variant that chooses its own batches (HP3O:
+step and momentum) or bring their own objective (a KL penalty: each member its own coefficient)
+update as one stacked network; a variant that chooses its own batches (HP3O:
 each member its own trajectory buffer and hybrid batches of its own size) updates each member by
 its single run's code on its own parameters, the rollout still batched. Vector observations (MLP
 policies) only: an image or action masks are refused in one line.
@@ -17,16 +18,19 @@ policies) only: an image or action masks are refused in one line.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import torch
 
 from rlkit.core.buffer import Rollout
 from rlkit.core.loop import Schedule, open_logger, set_learning_rate
+from rlkit.core.objective import stack_objectives
 from rlkit.core.update import explained_variance
 from rlkit.errors import RlkitError, one_line
 from rlkit.gym.population.eval import evaluate_together
@@ -104,7 +108,8 @@ class Population:
                                              fused=first.cfg.kernels != "plain")
             for m in members:  # a fused forward's weight views follow the parameters into their rows of theta
                 m.kernels.prepare(m.model, m.learner.flat)
-            self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain")
+            objective = stack_objectives([m.learner.objective for m in members])
+            self.loss = StackedLoss(first.head, first.cfg.ppo, fused=first.cfg.kernels != "plain", objective=objective)
             self.step = direct_step(self.stacked, self.loss)
         self.rollout = StackedRollout(members, self._fail, self.live)
         self.updates_done = first.progress.updates_done
@@ -257,7 +262,9 @@ class Population:
         (None if its hooks or scalars failed it)."""
         m = self.members[k]
         scalars = self._guard(k, result.scalars, m.progress.updates_done + 1)
-        hooks = self._guard(k, _each, [h.end for h in m.learner.hooks]) if scalars is not None else None
+        ended = [functools.partial(h.end, MappingProxyType(dict(scalars))) for h in m.learner.hooks] \
+            if scalars is not None else None
+        hooks = self._guard(k, _each, ended) if ended is not None else None
         if scalars is None or hooks is None:
             return None
         stats.update(scalars)

@@ -24,10 +24,12 @@ from torch.func import functional_call, vmap
 
 from rlkit.core.buffer import Batch
 from rlkit.core.config import PPOConfig
-from rlkit.core.heads import DiagGaussianHead, PolicyHead, gaussian_entropy, gaussian_log_prob
-from rlkit.core.loss import LossOutput, ppo_loss_terms, ratio_stats
+from rlkit.core.heads import DiagGaussianHead, PolicyHead, gaussian_entropy, gaussian_full_params, gaussian_log_prob
+from rlkit.core.loss import LossOutput, loss_coefficients, ppo_loss_terms, ratio_stats
+from rlkit.core.objective import CLIPPED_SURROGATE, Objective, ObjectiveInputs, ObjectiveTerms, mean_stats
 from rlkit.core.optim import FlatParameters
 from rlkit.core.update import loss_scalars
+from rlkit.errors import ConfigError
 from rlkit.fast.adam import AdamsTogether
 from rlkit.fast.categorical import categorical_log_prob_entropy
 from rlkit.fast.loss import fused_loss_terms
@@ -143,17 +145,18 @@ class _HeadCall(nn.Module):
 
 
 class StackedLoss:
-    """:func:`rlkit.core.loss.ppo_loss` for every member at once, each member's means its own
-    (:func:`rlkit.core.loss.ppo_loss_terms` over the minibatch axis). A head that declares softmax
-    logits (``fused_kind == "categorical"``: its ops act on the last axis) reads ``[K, B, A]`` as it
-    is; a diagonal Gaussian's formulas take each member's log-std broadcast over its rows; any
-    other head runs once per member under ``torch.func.vmap`` with that member's parameters.
-    ``fused``: the log-probs of softmax logits and the objective each as one autograd node
-    (:mod:`rlkit.fast.loss`, the single run's fast kernels over the member axis)."""
+    """The run's objective for every member at once, each member's means its own (``dim=1``). A
+    head declaring softmax logits (``fused_kind == "categorical"``) reads ``[K, B, A]`` as it is; a
+    diagonal Gaussian's formulas take each member's log-std; any other head runs per member under
+    ``torch.func.vmap``. The default objective is :func:`rlkit.core.loss.ppo_loss_terms`, with
+    ``fused`` the single run's fast kernels over the member axis (:mod:`rlkit.fast.loss`); any
+    other objective is called with ``[K, B]`` :class:`ObjectiveInputs` through autograd."""
 
-    def __init__(self, head: PolicyHead, hp: PPOConfig, fused: bool = False) -> None:
+    def __init__(self, head: PolicyHead, hp: PPOConfig, fused: bool = False,
+                 objective: Objective = CLIPPED_SURROGATE) -> None:
         self.hp = hp
-        self.fused = fused
+        self.objective = objective
+        self.fused = fused and objective.is_default
         self.head = head
         self.direct = getattr(head, "fused_kind", None) == "categorical"
         self.gaussian = isinstance(head, DiagGaussianHead)
@@ -166,7 +169,7 @@ class StackedLoss:
         self._per_member = vmap(one)
 
     def __call__(self, head_params: dict[str, torch.Tensor], dist_params: torch.Tensor, values: torch.Tensor,
-                 mb: Batch) -> LossOutput:
+                 mb: Batch) -> LossOutput | ObjectiveTerms:
         """Per-member ``[K]`` losses (and ``[K, B]`` log-ratios) for ``[K, B, ...]`` inputs."""
         if self.direct:
             log_probs, entropy = categorical_log_prob_entropy(dist_params, mb.actions) if self.fused \
@@ -177,10 +180,23 @@ class StackedLoss:
         else:
             log_probs, entropy = self._per_member(head_params, dist_params, mb.actions)
         hp = self.hp
+        if not self.objective.is_default:
+            dists = (self.full_params(head_params, dist_params), mb.behaviour_params) \
+                if self.objective.needs_dist_params else ()
+            inputs = ObjectiveInputs(log_probs, mb.log_probs, mb.advantages, values, mb.values, mb.returns, entropy,
+                                     *dists)
+            return self.objective(inputs, hp, dim=1)
         terms = fused_loss_terms if self.fused else ppo_loss_terms
-        return terms(log_probs, entropy, values, mb, clip_coef=hp.clip_coef, clip_vloss=hp.clip_vloss,
-                     ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
-                     vloss_form=hp.vloss_form, dim=1)
+        return terms(log_probs, entropy, values, mb, **loss_coefficients(hp), dim=1)
+
+    def full_params(self, head_params: dict[str, torch.Tensor], dist_params: torch.Tensor) -> torch.Tensor:
+        """``[K, B, P]`` every member's head's ``full_params`` (a Gaussian's with its own log-std)."""
+        if self.gaussian:
+            return gaussian_full_params(dist_params, head_params["head.log_std"][:, None, :])
+        if self.direct:
+            return self.head.full_params(dist_params)  # type: ignore[attr-defined]
+        raise ConfigError(f"the objective {self.objective.name!r} needs the analytic KL, which a population "
+                          f"offers for categorical and diagonal Gaussian heads only")
 
 
 class StackedActor:
@@ -219,14 +235,31 @@ def _pack(batch: Batch) -> torch.Tensor:
                       batch.advantages[:, None], batch.returns[:, None], batch.values[:, None]], dim=1)
 
 
-def _unpack(mb: torch.Tensor, like: Batch) -> Batch:
-    """``[K, s, C]`` packed rows as a :class:`Batch` of ``[K, s, ...]`` fields."""
+def _unpack(mb: torch.Tensor, like: Batch, behaviour: bool = False) -> Batch:
+    """``[K, s, C]`` packed rows as a :class:`Batch` of ``[K, s, ...]`` fields (``behaviour``: and the last columns)."""
     k, s, _ = mb.shape
     d, shape = like.obs.shape[1], like.actions.shape[1:]
     a = int(np.prod(shape))
     actions = mb[:, :, d:d + a].to(like.actions.dtype).reshape(k, s, *shape)
     tail = mb[:, :, d + a:]
-    return Batch(mb[:, :, :d], actions, tail[..., 0], tail[..., 1], tail[..., 2], tail[..., 3])
+    return Batch(mb[:, :, :d], actions, tail[..., 0], tail[..., 1], tail[..., 2], tail[..., 3],
+                 tail[..., 4:] if behaviour else None)
+
+
+def _with_behaviour(stacked: StackedParameters, loss_fn: StackedLoss, packed: torch.Tensor, obs_dim: int,
+                    size: int, orders: torch.Tensor) -> torch.Tensor:
+    """``packed [K, b, C]`` with the behaviour policy's distribution parameters appended where the
+    objective needs them: a forward before the first epoch on that epoch's minibatches (``orders
+    [K, b]``, chunks of ``size``), whose forward before its first step has the same bits."""
+    if not loss_fn.objective.needs_dist_params:
+        return packed
+    index = orders.to(packed.device)[:, :, None]
+    obs = packed.gather(1, index.expand(-1, -1, packed.shape[2]))[:, :, :obs_dim]
+    with torch.no_grad():
+        chunks = [stacked.forward(obs[:, start:start + size])[0] for start in range(0, obs.shape[1], size)]
+        shuffled = loss_fn.full_params(stacked.head_tensors(), torch.cat(chunks, dim=1)).to(packed.dtype)
+    behaviour = torch.empty_like(shuffled).scatter_(1, index.expand(-1, -1, shuffled.shape[2]), shuffled)
+    return torch.cat([packed, behaviour], dim=2)
 
 
 class MemberStats(NamedTuple):
@@ -238,10 +271,12 @@ class MemberStats(NamedTuple):
     """Of its last epoch."""
     clipfrac: torch.Tensor
     epochs: int
+    extra: dict[str, torch.Tensor]
+    """The objective's own statistics of its last epoch (scalars)."""
 
     def scalars(self, update_number: int) -> dict[str, float]:
         """The ``losses/`` scalars a single run logs (:func:`rlkit.core.update.loss_scalars`)."""
-        return loss_scalars(self.steps, self.approx_kl, self.clipfrac, self.epochs, update_number)
+        return loss_scalars(self.steps, self.approx_kl, self.clipfrac, self.epochs, update_number, self.extra)
 
 
 class Steppers(NamedTuple):
@@ -287,8 +322,8 @@ def clip_and_step(stacked: StackedParameters, steppers: Steppers, max_norm: floa
 
 def direct_step(stacked: StackedParameters, loss_fn: StackedLoss) -> DirectStep | None:
     """The autograd-free minibatch step (:mod:`rlkit.fast.stacked_step`: the fused path's bits)
-    where it applies: the numpy node, a softmax head on the fused loss, no head parameters, the
-    layers covering theta; None elsewhere (autograd through the nodes)."""
+    where it applies: the numpy node, a softmax head on the fused loss (the default objective
+    only), no head parameters, the layers covering theta; None elsewhere (autograd through the nodes)."""
     mlp = stacked.fused
     if (mlp is None or not mlp.numpy or not (loss_fn.fused and loss_fn.direct) or stacked.heads
             or not covers(mlp, stacked.theta.shape[1])):
@@ -297,7 +332,7 @@ def direct_step(stacked: StackedParameters, loss_fn: StackedLoss) -> DirectStep 
 
 
 def _gradient(stacked: StackedParameters, loss_fn: StackedLoss, step: DirectStep | None, mb: Batch,
-              mask: torch.Tensor, all_live: bool) -> LossOutput:
+              mask: torch.Tensor, all_live: bool) -> LossOutput | ObjectiveTerms:
     """Every member's loss on its minibatch rows ``mb [K, s, ...]`` and the gradient of the live
     ones' (``mask [K]``) in ``theta.grad`` (the others' rows are left to be ignored)."""
     if step is not None and mb.obs.dtype == torch.float32:  # the numpy node's dtype
@@ -309,45 +344,55 @@ def _gradient(stacked: StackedParameters, loss_fn: StackedLoss, step: DirectStep
     return out
 
 
+def _orders(members: list[MemberBatch | None], running: list[bool], b: int) -> torch.Tensor:
+    """``[K, b]`` each running member's shuffle of its ``b`` rows for an epoch (its own generator)."""
+    return torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
+                        else torch.arange(b) for k in range(len(members))])
+
+
 def stacked_epochs(stacked: StackedParameters, loss_fn: StackedLoss, members: list[MemberBatch | None],
                    hp: PPOConfig, num_minibatches: int, step: DirectStep | None = None) -> list[MemberStats | None]:
-    """PPO's epochs (:func:`rlkit.core.update.ppo_epochs`) for every member at once: each member
-    shuffles with its own generator, clips its own gradient, steps its own Adam and stops early on
-    its own approx_kl; None members (failed ones) are carried along untouched. ``step``: the
-    autograd-free minibatch step (:func:`direct_step`) where it applies."""
+    """PPO's epochs (:func:`rlkit.core.update.ppo_epochs`, ``loss_fn``'s objective) for every member
+    at once: each member shuffles with its own generator, clips its own gradient, steps its own
+    Adam and stops early on its own approx_kl; None members (failed ones) are carried along
+    untouched. ``step``: the autograd-free minibatch step (:func:`direct_step`) where it applies."""
     like = next(m.batch for m in members if m is not None)
     device = stacked.theta.device
     packed = torch.stack([_pack(m.batch if m is not None else like) for m in members]).to(device)
-    b, width = packed.shape[1:]
-    running = [m is not None for m in members]
+    b, running = packed.shape[1], [m is not None for m in members]
+    count, orders = min(num_minibatches, b), _orders(members, running, b)
+    size = b // count
+    packed = _with_behaviour(stacked, loss_fn, packed, like.obs.shape[1], size, orders)
+    width = packed.shape[2]
     steps: list[torch.Tensor] = []
     """``[K]`` loss, policy loss, value loss, entropy and grad norm of each minibatch step, in turn."""
-    ends: list[tuple[int, torch.Tensor, torch.Tensor, int] | None] = [None] * len(members)
-    """Per member: its steps taken, and approx_kl, clipfrac and number of its last epoch."""
-    count = min(num_minibatches, b)
-    size = b // count
+    ends: list[tuple[int, torch.Tensor, torch.Tensor, int, dict[str, torch.Tensor]] | None] = [None] * len(members)
+    """Per member: its steps taken, and approx_kl, clipfrac, number and objective statistics of its last epoch."""
     with warnings.catch_warnings():  # the leaves' gradients are strided views of theta.grad, by design
         warnings.filterwarnings("ignore", message="grad and param do not obey the gradient layout contract")
         for epoch in range(hp.update_epochs):
             live = [k for k, on in enumerate(running) if on]
             if not live:
                 break
-            orders = torch.stack([torch.randperm(b, generator=members[k].generator) if running[k]  # type: ignore[union-attr]
-                                  else torch.arange(b) for k in range(len(members))])
-            shuffled = _unpack(packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width)), like)
+            orders = orders if epoch == 0 else _orders(members, running, b)
+            shuffled = _unpack(packed.gather(1, orders.to(device)[:, :, None].expand(-1, -1, width)), like,
+                               loss_fn.objective.needs_dist_params)
             mask, all_live = torch.tensor(running, device=device), len(live) == len(members)
             steppers = Steppers.of(members, live)
-            log_ratios = []
+            log_ratios, extra = [], []
             for start in range(0, size * count, size):
-                mb = Batch(*(field[:, start:start + size] for field in shuffled))
+                mb = shuffled.map(lambda field: field[:, start:start + size])
                 out = _gradient(stacked, loss_fn, step, mb, mask, all_live)
                 norms, steppers = clip_and_step(stacked, steppers, hp.max_grad_norm, mask, all_live)
                 steps += [out.loss.detach(), out.pg_loss.detach(), out.v_loss.detach(), out.entropy.detach(), norms]
                 log_ratios.append(out.log_ratio)
+                if isinstance(out, ObjectiveTerms) and out.stats:
+                    extra.append(out.stats)
             kl = ratio_stats(torch.cat(log_ratios, dim=1), hp.clip_coef, dim=1)
-            approx_kl = kl.approx_kl.tolist()
+            approx_kl, own = kl.approx_kl.tolist(), mean_stats(extra)
             for k in live:
-                ends[k] = (len(steps) // 5, kl.approx_kl[k], kl.clipfrac[k], epoch + 1)
+                ends[k] = (len(steps) // 5, kl.approx_kl[k], kl.clipfrac[k], epoch + 1,
+                           {key: v[k] for key, v in own.items()})
                 running[k] = not (hp.target_kl is not None and approx_kl[k] > hp.target_kl)
     table = torch.stack(steps).view(-1, 5, len(members)).permute(2, 0, 1).contiguous() if steps \
         else torch.zeros(len(members), 0, 5)

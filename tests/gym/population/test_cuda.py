@@ -30,7 +30,7 @@ def test_the_stacked_network_on_cuda_is_each_members_own(kind):
     for k, model in enumerate(models):
         own_params, own_values = model(mb.obs[k])
         assert torch.allclose(dist_params[k], own_params, atol=1e-5) and torch.allclose(values[k], own_values, atol=1e-5)
-        own = ppo_loss(model.head, own_params, own_values, type(mb)(*(x[k] for x in mb)), clip_coef=hp.clip_coef,
+        own = ppo_loss(model.head, own_params, own_values, mb.map(lambda x: x[k]), clip_coef=hp.clip_coef,
                        clip_vloss=hp.clip_vloss, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
                        vloss_form=hp.vloss_form)
         assert torch.allclose(own.loss, out.loss[k], atol=1e-5)

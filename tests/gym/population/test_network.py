@@ -57,7 +57,7 @@ def test_the_stacked_forward_and_loss_are_each_members_own(kind, hp, fused):
     for k, model in enumerate(models):
         own_params, own_values = model(mb.obs[k])
         assert torch.allclose(dist_params[k], own_params, atol=1e-6) and torch.allclose(values[k], own_values, atol=1e-6)
-        own = ppo_loss(model.head, own_params, own_values, Batch(*(x[k] for x in mb)), clip_coef=hp.clip_coef,
+        own = ppo_loss(model.head, own_params, own_values, mb.map(lambda x: x[k]), clip_coef=hp.clip_coef,
                        clip_vloss=hp.clip_vloss, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
                        vloss_form=hp.vloss_form)
         for a, b in zip(own, out):

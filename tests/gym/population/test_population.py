@@ -41,6 +41,9 @@ def _first_checkpoint(run_dir):
     ("Pendulum-v1", {"norm_obs": True, "hp3o": True, "hp3o_samples": 256, "hp3o_plus": True,
                      "hp3o_schedule": "episode", "hp3o_redraw_each_epoch": True, "outer": True, "outer_lr": 1.0,
                      "outer_momentum": 0.5}),
+    # a plug-in objective on the stacked autograd path, each member its own adaptive KL coefficient
+    # (a target at which seeds 2 and 5 adapt theirs differently)
+    ("Pendulum-v1", {"norm_obs": True, "kl_adaptive": True, "kl_dtarg": 7e-5, "total_steps": 1024}),
 ])
 def test_a_member_gives_the_same_bits_alone_and_among_others(tmp_path, env, extra):
     alone = train_population(_cfg(tmp_path, "alone", env=env, **extra), [2])
