@@ -30,7 +30,7 @@ def one_line(text: str) -> str:
 
 
 def quoted_keys(text: str) -> list[str]:
-    return re.findall(r'"([a-z_]+)"', text)
+    return re.findall(r'"([a-z_0-9]+)"', text)
 
 
 def ticked(text: str) -> list[str]:

@@ -72,10 +72,11 @@ def test_no_page_carries_dates_or_machine_names(page):
 
 
 def specs():
-    """The sweep specs pages show outside their recipes (a recipe's spec is swept by its test)."""
+    """The sweep specs pages show outside their recipes and listings (those are swept by their tests)."""
     for page in PAGES:
         text = page.read_text()
         run = {b.text for blocks in recipes(text).values() for b in blocks}
+        run |= set(re.findall(r"<!-- listing: [^>]*-->\n```toml\n(.*?)```", text, re.S))  # run by their page's test
         for block in fenced_blocks(text):
             if block.lang == "toml" and block.text not in run:
                 yield pytest.param(block.text, id=f"{page.name}:{block.text.split(chr(10))[0][:30]}")
