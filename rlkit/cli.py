@@ -273,7 +273,8 @@ def _report(argv: list[str]) -> int:
     if argv[:1] == ["--"]:  # rlkit report -- NAME: the sweep folder NAME, even when a tool has that name
         argv = argv[1:]
     elif argv[:1] and argv[0] in TOOLS:
-        return run_tool(argv[0], argv[1:], Parser)
+        print(run_tool(argv[0], argv[1:], Parser))
+        return 0
     parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.", epilog=tools_help())
     parser.add_argument("sweep_dir", help="the sweep's output folder (rlkit sweep --out)")
     parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")

@@ -105,10 +105,10 @@ _RUN: dict[str, Callable[[argparse.Namespace], list[str]]] = {
     "walltime": _walltime, "tags": _tags, "staleness": _staleness, "scalars": _scalars}
 
 
-def run_tool(name: str, argv: list[str], parser_class: type[argparse.ArgumentParser]) -> int:
+def run_tool(name: str, argv: list[str], parser_class: type[argparse.ArgumentParser]) -> str:
     """``rlkit report NAME ARGV``: parse with ``parser_class`` (the CLI's, whose errors are one
-    line), refuse an unwritable ``--write`` before anything is read or measured, print the result
-    and append it to the ``--write`` file."""
+    line), refuse an unwritable ``--write`` before anything is read or measured, append the result
+    to the ``--write`` file and return it (the CLI prints it)."""
     parser = parser_class(prog=f"rlkit report {name}", description=TOOLS[name])
     _FLAGS[name](parser)
     args = parser.parse_args(argv)
@@ -118,7 +118,6 @@ def run_tool(name: str, argv: list[str], parser_class: type[argparse.ArgumentPar
     if write:
         check_target(write)
     text = "\n".join(_RUN[name](args))
-    print(text)
     if write:
         write_section(write, text)
-    return 0
+    return text
