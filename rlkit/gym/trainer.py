@@ -315,9 +315,16 @@ class PPOTrainer:
             return self.final_result()
 
     def prior_result(self) -> dict | None:
-        """The result of a finished run that is resumed (its final evaluation stands), else None."""
-        done = self.resumed and self.progress.updates_done >= self.cfg.num_updates
-        return finished_result(self.run_dir, self.progress.env_steps, self.cfg.env, self.cfg.seed) if done else None
+        """The result of a finished run that is resumed (its final evaluation stands), else None. A
+        finished run that is extended keeps its final evaluation: the history continues from it."""
+        if not self.resumed:
+            return None
+        found = finished_result(self.run_dir, self.progress.env_steps, self.cfg.env, self.cfg.seed)
+        if self.progress.updates_done >= self.cfg.num_updates:
+            return found
+        if found is not None:
+            self.parts.evaluations.adopt_final(found, self.progress.env_steps)
+        return None
 
     def run_spec(self) -> RunSpec:
         """How the run loop runs this trainer: its log, hparams and schedule."""
