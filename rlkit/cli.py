@@ -285,7 +285,8 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
                         "figures and tables (each with the full report's statistics)")
-    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: SWEEP_DIR/report)")
+    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: SWEEP_DIR/report, rewritten each time): a new or empty "
+                        "folder or an earlier report, whose figures the new one does not draw are removed")
     args = parser.parse_args(argv)
     from rlkit.ablation.report import split_variants, write_report
 

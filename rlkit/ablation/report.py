@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rlkit.ablation import curves, figures, rank_tests, stats
+from rlkit.ablation.report_dir import MARKER, check_out, remove_stale
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import BASELINES, expand
 from rlkit.errors import ConfigError
@@ -95,8 +96,7 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
         raise ConfigError(f"--reps must be a positive number of bootstrap resamples, got {reps!r}")
     sweep = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep / "report"
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} is a file; move it aside to write the report there")
+    check_out(out, sweep / "report")
     spec, runs, results = _load(sweep)
     present = [v for v in spec.variants if v in set(results["variant"])]
     baseline = baseline or spec.baseline
@@ -212,8 +212,9 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
 
 
 def _finish(out: Path, spec: Any, runs: pd.DataFrame, summary: dict[str, Any], pngs: list[str]) -> dict[str, Any]:
-    write_json(out / "summary.json", _finite(summary))
+    write_json(out / "summary.json", _finite({MARKER: 1, **summary}))
     write_atomic(out / "report.md", _markdown(spec, runs, summary, pngs))
+    remove_stale(out, pngs)
     return {"report": str(out / "report.md"), "summary": str(out / "summary.json"), "figures": pngs,
             "runs": summary["runs"]}
 

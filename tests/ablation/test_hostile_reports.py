@@ -2,6 +2,7 @@
 files or an earlier report, bootstrap resample counts out of range, envs left out of the aggregate
 and wording of the report's own errors."""
 
+import json
 import math
 
 import numpy as np
@@ -9,6 +10,8 @@ import pandas as pd
 
 from rlkit.ablation import curves
 from rlkit.ablation.report import write_report
+from rlkit.ablation.report_dir import MARKER
+from rlkit.cli import main
 from tests.ablation.test_hostile_sweeps import fake_sweep, strict_json
 
 REPS = 200
@@ -28,3 +31,32 @@ def test_a_nan_or_inf_return_leaves_its_run_out_of_the_curves_not_the_variant(tm
     b = drawn[("CartPole-v1", "b")]
     assert b.seeds == 1 and np.isfinite(b.iqm).all() and b.iqm[0] == 100.0 and b.iqm[-1] == 250.0
     assert drawn[("CartPole-v1", "a")].seeds == 3
+
+
+def two_variants(tmp_path):
+    return fake_sweep(tmp_path, {(v, "CartPole-v1", s): [100.0, 200.0 + s + 10 * (v == "b")]
+                                 for v in ("a", "b") for s in (1, 2, 3)})
+
+
+def test_out_refuses_a_folder_of_other_files_and_changes_nothing(tmp_path, capsys):
+    sweep, mine = two_variants(tmp_path), tmp_path / "mine"
+    mine.mkdir()
+    (mine / "report.md").write_text("my notes")
+    (mine / "per_env.png").write_bytes(b"my figure")
+    assert main(["report", str(sweep), "--out", str(mine), "--reps", str(REPS)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rlkit: error: ") and "not an rlkit report" in err
+    assert sorted(p.name for p in mine.iterdir()) == ["per_env.png", "report.md"]
+    assert (mine / "report.md").read_text() == "my notes" and (mine / "per_env.png").read_bytes() == b"my figure"
+
+
+def test_rewriting_a_report_removes_the_figures_the_new_one_does_not_draw(tmp_path, capsys):
+    sweep = two_variants(tmp_path)
+    for out in (tmp_path / "new", sweep / "report"):  # --out, then the sweep's own report folder
+        where = ["--out", str(out)] if out.name == "new" else []
+        assert main(["report", str(sweep), "--reps", str(REPS), *where]) == 0
+        assert (out / "aggregate.png").is_file()
+        assert main(["report", str(sweep), "--reps", str(REPS), "--normalize", "none", *where]) == 0
+        drawn = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["figures"]
+        assert sorted(p.name for p in out.glob("*.png")) == sorted(drawn) and "aggregate.png" not in drawn
+        assert MARKER in strict_json(out / "summary.json")
