@@ -86,14 +86,21 @@ METRICS = {"final": "last evaluation", "auc": "mean over a common step grid",
 """What ``--metric`` scores each run by."""
 
 
+MIN_REPS, MAX_REPS = 100, 1_000_000
+"""The bootstrap resamples a report accepts (``--reps``): fewer give intervals that can miss their
+own point; each resample holds a copy of the runs, so more exhaust memory."""
+
+
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
                  reps: int = stats.REPS, variants: Sequence[str] | None = None, out_dir: str | None = None
                  ) -> dict[str, Any]:
     """Write the report (to ``out_dir``, default ``SWEEP_DIR/report``); returns the paths written and
     the run counts. ``variants``: show the baseline and these only, in the figures and tables, each
     with the statistics of the full report (the aggregate's are computed over every variant)."""
-    if isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0:
-        raise ConfigError(f"--reps must be a positive number of bootstrap resamples, got {reps!r}")
+    if isinstance(reps, bool) or not isinstance(reps, int) or not MIN_REPS <= reps <= MAX_REPS:
+        raise ConfigError(f"--reps must be {MIN_REPS:,} to {MAX_REPS:,} bootstrap resamples, got {reps!r} (a 95% "
+                          "percentile interval reads its 2.5th and 97.5th percentiles, which need enough resamples; "
+                          "more only cost memory and time)")
     sweep = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep / "report"
     check_out(out, sweep / "report")

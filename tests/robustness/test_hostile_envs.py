@@ -83,7 +83,7 @@ def test_a_sweep_and_its_report_of_an_env_whose_close_raises_finish(tmp_path, ca
     spec, out = _spec(tmp_path, "rlkit-test/CloseRaises-v0", seeds=2), tmp_path / "sweep"
     assert main(["sweep", spec, "--out", str(out), "--workers", "1"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["done"] == 2
-    assert main(["report", str(out), "--reps", "20"]) == 0
+    assert main(["report", str(out), "--reps", "100"]) == 0
     assert "Traceback" not in capsys.readouterr().err
 
 
