@@ -199,6 +199,7 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
     summary["references"] = refs
     usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
     matrices, envs = stats.score_matrices(stats.normalize(usable, refs), present)
+    summary["envs_left_out"] = stats.envs_left_out(scores, present, {e: r["usable"] for e, r in refs.items()})
     if not envs:
         summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"
         return []
@@ -299,7 +300,7 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
         lines += ["Left out of every statistic (final score NaN or inf): " + ", ".join(
             f"{r['variant']} / {r['env']} / seed {r['seed']}" for r in s["non_finite"]), ""]
     if s.get("aggregate_skipped"):
-        lines += [f"No aggregate across environments: {s['aggregate_skipped']}.", ""]
+        lines += [f"No aggregate across environments: {s['aggregate_skipped']}.", *_left_out(s), ""]
     lines += ["## Per environment", "", "| env | variant | runs | mean ± s.e. | IQM [95% CI] | train s | steps/s |",
               "|---|---|---|---|---|---|---|"]
     for r in s["per_env"]:
@@ -327,6 +328,7 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
     lines = ["", "## Across environments (min-max normalized)", "",
              "References: " + "; ".join(f"{e}: random {r['random']:.1f}, reference {r['reference']:.1f} ({r['source']})"
                                         for e, r in s["references"].items()), "",
+             f"Environments aggregated: {', '.join(s['envs_aggregated'])}.", *_left_out(s), "",
              "| variant | seeds | IQM | median | mean | optimality gap | P(> baseline) |",
              "|---|---|---|---|---|---|---|"]
     for v, a in s["aggregate"].items():
@@ -343,6 +345,12 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
                       f"{s['intervals']['min_runs']} runs per variant and env: they are not reliable, and neither an "
                       "interval above 0.5 nor one apart from another shows a difference here. See the rank tests."]
     return lines
+
+
+def _left_out(s: dict[str, Any]) -> list[str]:
+    """The line naming the envs the aggregate leaves out, and why (none when it leaves none out)."""
+    out = s.get("envs_left_out")
+    return ["Left out of the aggregate: " + "; ".join(f"{e} ({why})" for e, why in out.items()) + "."] if out else []
 
 
 def _rank_tests(t: dict[str, Any] | None) -> list[str]:

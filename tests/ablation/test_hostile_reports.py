@@ -60,3 +60,15 @@ def test_rewriting_a_report_removes_the_figures_the_new_one_does_not_draw(tmp_pa
         drawn = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["figures"]
         assert sorted(p.name for p in out.glob("*.png")) == sorted(drawn) and "aggregate.png" not in drawn
         assert MARKER in strict_json(out / "summary.json")
+
+
+def test_the_aggregate_names_the_envs_it_aggregates_and_those_it_leaves_out(tmp_path):
+    envs = ("CartPole-v1", "Acrobot-v1")
+    finals = {(v, e, s): [100.0 + s + 10 * (v == "b")] for v in ("a", "b") for e in envs for s in (1, 2, 3)
+              if (v, e) != ("b", "Acrobot-v1")}  # b never finished on Acrobot
+    report = write_report(str(fake_sweep(tmp_path, finals, envs=envs)), reps=REPS)
+    summary, text = strict_json(report["summary"]), open(report["report"]).read()
+    assert summary["envs_aggregated"] == ["CartPole-v1"]
+    assert summary["envs_left_out"] == {"Acrobot-v1": "no finished runs of b"}
+    assert "Environments aggregated: CartPole-v1." in text
+    assert "Left out of the aggregate: Acrobot-v1 (no finished runs of b)." in text
