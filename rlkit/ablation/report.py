@@ -107,6 +107,9 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     spec, runs, results = _load(sweep)
     present = [v for v in spec.variants if v in set(results["variant"])]
     baseline = baseline or spec.baseline
+    if baseline not in spec.variants:
+        raise ConfigError(f"--baseline: there is no variant {baseline!r} in this sweep; choose from "
+                          f"{', '.join(present)}")
     if baseline not in present:
         raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(present)}")
     shown = chosen(variants, spec.variants, present, baseline)
@@ -305,7 +308,7 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
               "|---|---|---|---|---|---|---|"]
     for r in s["per_env"]:
         cost = s["cost"].get(r["variant"], {}).get(r["env"], {})
-        lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {r['mean']:.1f} ± {r['se']:.1f} | "
+        lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {_mean_se(r)} | "
                      f"{_interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | "
                      f"{cost.get('train_seconds', float('nan')):.1f} | "
                      f"{cost.get('steps_per_second', float('nan')):,.0f} |")
@@ -345,6 +348,11 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
                       f"{s['intervals']['min_runs']} runs per variant and env: they are not reliable, and neither an "
                       "interval above 0.5 nor one apart from another shows a difference here. See the rank tests."]
     return lines
+
+
+def _mean_se(r: dict[str, Any]) -> str:
+    """``mean ± s.e.``, or the mean alone where one run gives no standard error."""
+    return f"{r['mean']:.1f} ± {r['se']:.1f}" if r["se"] is not None and math.isfinite(r["se"]) else f"{r['mean']:.1f}"
 
 
 def _left_out(s: dict[str, Any]) -> list[str]:

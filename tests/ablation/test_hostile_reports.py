@@ -72,3 +72,17 @@ def test_the_aggregate_names_the_envs_it_aggregates_and_those_it_leaves_out(tmp_
     assert summary["envs_left_out"] == {"Acrobot-v1": "no finished runs of b"}
     assert "Environments aggregated: CartPole-v1." in text
     assert "Left out of the aggregate: Acrobot-v1 (no finished runs of b)." in text
+
+
+def test_report_wording_an_unknown_baseline(tmp_path, capsys):
+    sweep = fake_sweep(tmp_path, {("a", "CartPole-v1", 1): [100.0], ("b", "CartPole-v1", 1): [150.0]})
+    assert main(["report", str(sweep), "--baseline", "nosuch", "--reps", str(REPS)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "there is no variant 'nosuch'" in err and "choose from a, b" in err
+
+
+def test_report_wording_a_single_run_has_no_standard_error(tmp_path):
+    sweep = fake_sweep(tmp_path, {("a", "CartPole-v1", 1): [100.0], ("b", "CartPole-v1", 1): [150.0]})
+    text = open(write_report(str(sweep), reps=REPS)["report"]).read()
+    rows = [line for line in text.splitlines() if line.startswith("| CartPole-v1 |")]
+    assert "| CartPole-v1 | a | 1 | 100.0 |" in text and not any("nan" in row for row in rows)
