@@ -15,8 +15,10 @@ import pytest
 from rlkit.cli import main
 
 BROKEN = {"syntax": "def broken(:\n", "runtime": "raise RuntimeError('no simulator licence')\n",
-          "json": "import json\njson.loads('{')\n", "exit": "import sys\nsys.exit(3)\n"}
-"""Module texts that fail to import, none with an ImportError."""
+          "json": "import json\njson.loads('{')\n", "exit": "import sys\nsys.exit(3)\n",
+          "base": "class SimulatorGone(BaseException):\n    pass\nraise SimulatorGone('no display')\n"}
+"""Module texts that fail to import, none with an ImportError (one with a BaseException that is
+neither an Exception, SystemExit nor KeyboardInterrupt)."""
 TINY = {"total_steps": 256, "num_envs": 2, "num_steps": 64, "num_minibatches": 2, "update_epochs": 1,
         "eval_episodes": 1}
 
