@@ -283,10 +283,13 @@ def _report(argv: list[str]) -> int:
                         "evaluations, or the mean return of its last 100 training episodes (the PPO paper's)")
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"], help="across envs: scores "
                         "scaled by each env's random-policy and reference returns, or none (default: minmax)")
-    parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band (default: 20,000)")
+    parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band, 100 to "
+                        "1,000,000 (default: 20,000; a 95%% percentile interval needs enough of them)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
                         "figures and tables (each with the full report's statistics)")
-    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: SWEEP_DIR/report)")
+    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: "
+                        "SWEEP_DIR/report, rewritten each time): a new or empty folder or an earlier report, whose "
+                        "figures the new one does not draw are removed")
     args = parser.parse_args(argv)
     from rlkit.ablation.report import split_variants, write_report
 

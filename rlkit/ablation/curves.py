@@ -42,12 +42,14 @@ Curves = dict[tuple[str, str], Curve]
 
 def compute(results: pd.DataFrame, x: str, variants: Sequence[str], reps: int, points: int = 50) -> Curves:
     """The curves of ``variants`` on every env against ``x`` (``step`` or ``wall_s``), bands from
-    ``reps`` resamples of the seeds."""
+    ``reps`` resamples of the seeds. A run with a NaN or infinite evaluation return is left out (as
+    the report's tables leave it out); a curve's ``seeds`` counts the runs drawn."""
     out: Curves = {}
     for env in dict.fromkeys(results["env"]):
         group = results[(results.env == env) & results[x].notna()]
         for variant in variants:
-            per_run = [r.sort_values(x) for _, r in group[group.variant == variant].groupby("seed")]
+            per_run = [r.sort_values(x) for _, r in group[group.variant == variant].groupby("seed")
+                       if np.isfinite(r["eval_return_mean"].to_numpy(dtype=np.float64)).all()]
             if not per_run:
                 continue
             end = min(float(r[x].max()) for r in per_run)
@@ -74,7 +76,9 @@ def _x_axis(ax: plt.Axes, x: str, label: bool = True) -> None:
 
 def _seeds(curves: Curves, variant: str) -> str:
     counts = sorted({c.seeds for (_, v), c in curves.items() if v == variant})
-    return f"{counts[0]} seeds" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
+    if len(counts) > 1:
+        return f"{counts[0]}-{counts[-1]} seeds"
+    return "1 seed" if counts[0] == 1 else f"{counts[0]} seeds"
 
 
 def overlay(curves: Curves, x: str, shown: Sequence[str], look: dict[str, Look], path: Path) -> None:

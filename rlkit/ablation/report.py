@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rlkit.ablation import curves, figures, rank_tests, stats
+from rlkit.ablation.report_dir import MARKER, check_out, remove_stale
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import BASELINES, expand
 from rlkit.errors import ConfigError
@@ -85,21 +86,30 @@ METRICS = {"final": "last evaluation", "auc": "mean over a common step grid",
 """What ``--metric`` scores each run by."""
 
 
+MIN_REPS, MAX_REPS = 100, 1_000_000
+"""The bootstrap resamples a report accepts (``--reps``): fewer give intervals that can miss their
+own point; each resample holds a copy of the runs, so more exhaust memory."""
+
+
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
                  reps: int = stats.REPS, variants: Sequence[str] | None = None, out_dir: str | None = None
                  ) -> dict[str, Any]:
     """Write the report (to ``out_dir``, default ``SWEEP_DIR/report``); returns the paths written and
     the run counts. ``variants``: show the baseline and these only, in the figures and tables, each
     with the statistics of the full report (the aggregate's are computed over every variant)."""
-    if isinstance(reps, bool) or not isinstance(reps, int) or reps <= 0:
-        raise ConfigError(f"--reps must be a positive number of bootstrap resamples, got {reps!r}")
+    if isinstance(reps, bool) or not isinstance(reps, int) or not MIN_REPS <= reps <= MAX_REPS:
+        raise ConfigError(f"--reps must be {MIN_REPS:,} to {MAX_REPS:,} bootstrap resamples, got {reps!r} (a 95% "
+                          "percentile interval reads its 2.5th and 97.5th percentiles, which need enough resamples; "
+                          "more only cost memory and time)")
     sweep = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep / "report"
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{out} is a file; move it aside to write the report there")
+    check_out(out, sweep / "report")
     spec, runs, results = _load(sweep)
     present = [v for v in spec.variants if v in set(results["variant"])]
     baseline = baseline or spec.baseline
+    if baseline not in spec.variants:
+        raise ConfigError(f"--baseline: there is no variant {baseline!r} in this sweep; choose from "
+                          f"{', '.join(present)}")
     if baseline not in present:
         raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(present)}")
     shown = chosen(variants, spec.variants, present, baseline)
@@ -192,6 +202,7 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
     summary["references"] = refs
     usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
     matrices, envs = stats.score_matrices(stats.normalize(usable, refs), present)
+    summary["envs_left_out"] = stats.envs_left_out(scores, present, {e: r["usable"] for e, r in refs.items()})
     if not envs:
         summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"
         return []
@@ -212,8 +223,9 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
 
 
 def _finish(out: Path, spec: Any, runs: pd.DataFrame, summary: dict[str, Any], pngs: list[str]) -> dict[str, Any]:
-    write_json(out / "summary.json", _finite(summary))
+    write_json(out / "summary.json", _finite({MARKER: 1, **summary}))
     write_atomic(out / "report.md", _markdown(spec, runs, summary, pngs))
+    remove_stale(out, pngs)
     return {"report": str(out / "report.md"), "summary": str(out / "summary.json"), "figures": pngs,
             "runs": summary["runs"]}
 
@@ -291,12 +303,12 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
         lines += ["Left out of every statistic (final score NaN or inf): " + ", ".join(
             f"{r['variant']} / {r['env']} / seed {r['seed']}" for r in s["non_finite"]), ""]
     if s.get("aggregate_skipped"):
-        lines += [f"No aggregate across environments: {s['aggregate_skipped']}.", ""]
+        lines += [f"No aggregate across environments: {s['aggregate_skipped']}.", *_left_out(s), ""]
     lines += ["## Per environment", "", "| env | variant | runs | mean ± s.e. | IQM [95% CI] | train s | steps/s |",
               "|---|---|---|---|---|---|---|"]
     for r in s["per_env"]:
         cost = s["cost"].get(r["variant"], {}).get(r["env"], {})
-        lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {r['mean']:.1f} ± {r['se']:.1f} | "
+        lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} | {_mean_se(r)} | "
                      f"{_interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | "
                      f"{cost.get('train_seconds', float('nan')):.1f} | "
                      f"{cost.get('steps_per_second', float('nan')):,.0f} |")
@@ -319,6 +331,7 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
     lines = ["", "## Across environments (min-max normalized)", "",
              "References: " + "; ".join(f"{e}: random {r['random']:.1f}, reference {r['reference']:.1f} ({r['source']})"
                                         for e, r in s["references"].items()), "",
+             f"Environments aggregated: {', '.join(s['envs_aggregated'])}.", *_left_out(s), "",
              "| variant | seeds | IQM | median | mean | optimality gap | P(> baseline) |",
              "|---|---|---|---|---|---|---|"]
     for v, a in s["aggregate"].items():
@@ -335,6 +348,17 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
                       f"{s['intervals']['min_runs']} runs per variant and env: they are not reliable, and neither an "
                       "interval above 0.5 nor one apart from another shows a difference here. See the rank tests."]
     return lines
+
+
+def _mean_se(r: dict[str, Any]) -> str:
+    """``mean ± s.e.``, or the mean alone where one run gives no standard error."""
+    return f"{r['mean']:.1f} ± {r['se']:.1f}" if r["se"] is not None and math.isfinite(r["se"]) else f"{r['mean']:.1f}"
+
+
+def _left_out(s: dict[str, Any]) -> list[str]:
+    """The line naming the envs the aggregate leaves out, and why (none when it leaves none out)."""
+    out = s.get("envs_left_out")
+    return ["Left out of the aggregate: " + "; ".join(f"{e} ({why})" for e, why in out.items()) + "."] if out else []
 
 
 def _rank_tests(t: dict[str, Any] | None) -> list[str]:

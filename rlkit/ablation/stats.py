@@ -73,6 +73,19 @@ def score_matrices(scores: pd.DataFrame, variants: list[str]) -> tuple[dict[str,
     return matrices, envs
 
 
+def envs_left_out(scores: pd.DataFrame, variants: list[str], usable: dict[str, bool]) -> dict[str, str]:
+    """``{env: why}`` for each env of ``scores`` that the aggregate across envs of ``variants``
+    leaves out: no usable reference (``usable[env]`` False), or variants without finished runs there."""
+    out = {}
+    for env in sorted(scores["env"].unique()):
+        missing = [v for v in variants if not (scores[scores.env == env].variant == v).any()]
+        if not usable[env]:
+            out[env] = "no run beats the random policy (no reference to normalize by)"
+        elif missing:
+            out[env] = f"no finished runs of {', '.join(missing)}"
+    return out
+
+
 def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0) -> dict[str, dict[str, list]]:
     """``{variant: {metric: [point, low, high]}}`` for IQM, median, mean and optimality gap."""
     usable = {k: v for k, v in matrices.items() if len(v)}

@@ -110,11 +110,11 @@ class PPOConfig:
 
 def _is_number(value: object) -> bool:
     """An int or float (not a bool) that a float can hold."""
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, float) or (isinstance(value, int) and abs(value) < 2**1023)
+    return not isinstance(value, bool) and (isinstance(value, float) or isinstance(value, int) and abs(value) < 2**1023)
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest float32: a config's numbers reach torch's float32 tensors, where a larger one is inf."""
 ONE_RESPONSE = "response (which may end after its first token)"
 """What an RLHF minibatch of one sequence holds (``unit`` of :func:`require_minibatches`)."""
 
@@ -154,6 +154,8 @@ def type_problem(hint: Any, value: object) -> str | None:
     if hint is int:
         return None if isinstance(value, int) and not isinstance(value, bool) else "an integer"
     if hint is float:
+        if _is_number(value) and not (math.isfinite(value) and abs(value) <= FLOAT32_MAX):  # type: ignore[arg-type]
+            return f"a finite number of magnitude at most {FLOAT32_MAX:.4g} (float32's largest)"
         return None if _is_number(value) else "a number"
     if hint is str:
         return None if isinstance(value, str) else "a string"

@@ -23,6 +23,7 @@ from rlkit.gym.policies import MLPActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
 from rlkit.io.progress import progress_bar
 from rlkit.io.signals import env_wait
+from rlkit.variants.migrate import require_known_options
 
 
 DEFAULT_EVAL_CAP = 10_000
@@ -251,6 +252,7 @@ class Agent:
         require_state(str(ckpt), state, ("obs_norm",))
         if not isinstance(state["config"], dict):
             raise CheckpointError(f"checkpoint at {str(ckpt)!r} holds a config that is not a mapping in state.json")
+        require_known_options(TrainConfig, state["config"], str(run_dir), "evaluate or load it")
         cfg = TrainConfig.from_dict(state["config"])
         env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
         try:

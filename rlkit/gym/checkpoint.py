@@ -47,6 +47,17 @@ class Evaluations:
     seconds: list[float] = field(default_factory=list)
     """Training seconds before each."""
 
+    def adopt_final(self, result: dict, env_steps: int) -> None:
+        """Add the final evaluation at ``env_steps`` that a finished run's ``result`` (its checked
+        ``result.json``) holds beyond this history (its last checkpoint comes before that evaluation),
+        so that an extension keeps every evaluation the run has made."""
+        history, seconds = result["eval_history"], result.get("eval_seconds")
+        steps = [e[0] for e in self.history]
+        if not history or history[-1][0] != env_steps or steps != [e[0] for e in history[:-1]]:
+            return
+        self.history.append(tuple(history[-1]))  # type: ignore[arg-type]
+        self.seconds.append(float("nan") if seconds is None or seconds[-1] is None else seconds[-1])
+
 
 class GymParts(NamedTuple):
     """What a Gymnasium checkpoint holds beside the learner and the progress."""

@@ -39,7 +39,9 @@ def check_env_id(env_id: str) -> None:
     if module:
         try:
             importlib.import_module(module)
-        except ENV_FAILURES as exc:  # not only ImportError: a SyntaxError, or whatever its code raises
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001  (a SyntaxError, sys.exit, whatever its code raises)
             raise EnvError(f"cannot import module {module!r} of env id {env_id!r}: {_import_failure(exc)}") from None
     register_namespace(name)
     if name not in gym.registry:
@@ -98,7 +100,9 @@ def register_namespace(env_id: str) -> None:
         _register(module, function)
     except ImportError:
         raise EnvError(f"{env_id!r} needs the {module.split('.')[0]} package: pip install 'rlkit[{extra}]'") from None
-    except ENV_FAILURES as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001  (as for an env module: whatever its import raises)
         raise EnvError(f"{env_id!r}: the {module.split('.')[0]} package failed to register its envs: "
                        f"{_import_failure(exc)}") from None
 

@@ -315,9 +315,12 @@ class PPOTrainer:
             return self.final_result()
 
     def prior_result(self) -> dict | None:
-        """The result of a finished run that is resumed (its final evaluation stands), else None."""
-        done = self.resumed and self.progress.updates_done >= self.cfg.num_updates
-        return finished_result(self.run_dir, self.progress.env_steps, self.cfg.env, self.cfg.seed) if done else None
+        """A resumed finished run's result (its final evaluation stands; an extension keeps it), else None."""
+        found = self.resumed and finished_result(self.run_dir, self.progress.env_steps, self.cfg.env, self.cfg.seed)
+        done = self.progress.updates_done >= self.cfg.num_updates
+        if found and not done:
+            self.parts.evaluations.adopt_final(found, self.progress.env_steps)
+        return found if found and done else None
 
     def run_spec(self) -> RunSpec:
         """How the run loop runs this trainer: its log, hparams and schedule."""

@@ -133,11 +133,18 @@ def _check_state(path: str, state: dict[str, Any]) -> None:
 def config_of(cls: type[C], stored: StoredRun, changes: dict[str, Any], path: str) -> C:
     """The stored run's config as ``cls`` with ``changes`` and ``resume=path``. A record with
     options no registered variant has (a plug-in's, its module not loaded) says so in one line."""
-    unknown = sorted(set(stored.record) - set(flat_field_names(cls)))
+    require_known_options(cls, stored.record, path, "resume it")
+    return cls.from_dict({**stored.record, **changes, "resume": path})  # type: ignore[attr-defined]
+
+
+def require_known_options(cls: type, record: dict[str, Any], path: str, to: str) -> None:
+    """A one-line :class:`ConfigError` when the run at ``path`` was run with options (``record``'s
+    fields) that no loaded variant of config ``cls`` has: its plug-in's module is to be named in
+    ``RLKIT_VARIANTS`` ``to`` (what the user does with the run)."""
+    unknown = sorted(set(record) - set(flat_field_names(cls)))
     if unknown:
         raise ConfigError(f"{path!r} was run with option(s) {', '.join(unknown)} that no loaded variant has; "
-                          "name the variant's module in RLKIT_VARIANTS to resume it")
-    return cls.from_dict({**stored.record, **changes, "resume": path})  # type: ignore[attr-defined]
+                          f"name the variant's module in RLKIT_VARIANTS to {to}")
 
 
 def migrate_checkpoint(tensors: dict[str, torch.Tensor], state: dict[str, Any], defaults: dict[str, Any] | None = None

@@ -153,7 +153,10 @@ def register_variant(variant: Variant) -> None:
         raise ConfigError(f"variant {variant.name!r} registered after the options groups were built; name its "
                           "module in RLKIT_VARIANTS or an 'rlkit.variants' entry point")
     unknown = set(variant.builders) - set(TRAINERS)
-    if not variant.name.isidentifier() or variant.name in _VARIANTS or hasattr(GroupsMethods, variant.name) \
+    if variant.name in _VARIANTS:
+        raise ConfigError(f"cannot register variant {variant.name!r}: the name is taken by module "
+                          f"{_VARIANTS[variant.name].options.__module__}; choose another name")
+    if not variant.name.isidentifier() or hasattr(GroupsMethods, variant.name) \
             or variant.name.startswith("_") or unknown:
         raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one "
                           "of the options container's attributes, and the builders' trainers among "
@@ -256,8 +259,10 @@ def _import_file(path: str) -> None:
     module named by the file's stem, as ``python -m`` would name it; a one-line error when there is
     no such file or another module of that name is imported already."""
     file = Path(path).expanduser().resolve()
-    if not file.is_file() or file.suffix != ".py":
+    if not file.is_file():
         raise _PluginError(f"RLKIT_VARIANTS: no file {path!r} (a variant file is a .py path)")
+    if file.suffix != ".py":
+        raise _PluginError(f"RLKIT_VARIANTS: {path!r} is not a .py file; name a variant's .py file or its module")
     name = file.stem
     if not name.isidentifier():
         raise _PluginError(f"RLKIT_VARIANTS: {path!r}: {name!r} is not a module name (letters, digits, _)")

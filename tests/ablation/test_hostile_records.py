@@ -64,7 +64,7 @@ def test_a_result_of_the_wrong_shape_is_not_counted_and_the_sweep_resumes_its_ru
     assert write_tables(out, plan(spec, str(out))[0]) == (1, 0, 1)
     row = next(r for r in _run_csv(out) if r["seed"] == "1")
     assert row["status"] == "missing" and "result.json" in row["error"] and "resumes" in row["error"]
-    assert main(["report", str(out), "--reps", "20", "--normalize", "none"]) == 0  # on the run that counts
+    assert main(["report", str(out), "--reps", "100", "--normalize", "none"]) == 0  # on the run that counts
     if text not in WRONG_RESULTS[:2]:
         return
     assert main(["sweep", spec, "--out", str(out), "--workers", "1"]) == 0  # resumed: evaluated again
@@ -120,6 +120,6 @@ def test_a_report_folder_that_cannot_be_written_is_one_line(sweep, tmp_path, cap
     _, out = _copy(sweep, tmp_path)
     (out / "report").mkdir(exist_ok=True)
     with unwritable(out / "report"):
-        assert main(["report", str(out), "--reps", "20", "--normalize", "none"]) == 2
+        assert main(["report", str(out), "--reps", "100", "--normalize", "none"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot write in {out / 'report'}" in err, err

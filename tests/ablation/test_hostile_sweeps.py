@@ -322,7 +322,7 @@ def test_a_nan_or_inf_final_score_is_left_out_and_named_not_replaced(tmp_path):
     finals.update({("b", "CartPole-v1", 1): [300.0, math.nan], ("b", "CartPole-v1", 2): [300.0, math.inf],
                    ("b", "CartPole-v1", 3): [100.0, 250.0]})
     out = fake_sweep(tmp_path, finals)
-    report = write_report(str(out), reps=50)
+    report = write_report(str(out), reps=100)
     summary = strict_json(report["summary"])
     b = next(r for r in summary["per_env"] if r["variant"] == "b")
     assert b["runs"] == 1 and b["mean"] == 250.0  # not 300 (an earlier evaluation standing in)
@@ -334,24 +334,25 @@ def test_variants_that_finished_disjoint_envs_still_get_a_report(tmp_path):
     envs = ("CartPole-v1", "Acrobot-v1")
     finals = {("a", "CartPole-v1", 1): [100.0], ("b", "Acrobot-v1", 1): [-100.0]}
     out = fake_sweep(tmp_path, finals, envs=envs)
-    summary = strict_json(write_report(str(out), reps=50)["summary"])
+    summary = strict_json(write_report(str(out), reps=100)["summary"])
     assert "aggregate" not in summary and "every variant" in summary["aggregate_skipped"]
 
 
 def test_an_env_no_run_beats_random_on_is_not_normalized_with_a_made_up_scale(tmp_path):
     finals = {(v, "CartPole-v1", s): [1.0] for v in ("a", "b") for s in (1, 2)}  # below a random policy (~22)
     out = fake_sweep(tmp_path, finals, reference=False)
-    summary = strict_json(write_report(str(out), reps=50)["summary"])
+    summary = strict_json(write_report(str(out), reps=100)["summary"])
     ref = summary["references"]["CartPole-v1"]
     assert not ref["usable"] and "not normalized" in ref["source"] and ref["reference"] == 1.0
     assert "aggregate" not in summary
 
 
-@pytest.mark.parametrize("reps", ["0", "-5"])
-def test_report_reps_must_be_positive(tmp_path, capsys, reps):
+@pytest.mark.parametrize("reps", ["0", "-5", "1", "2", "99", "1000001", "10000000000"])
+def test_report_reps_out_of_range_are_one_line(tmp_path, capsys, reps):
     out = fake_sweep(tmp_path, {("a", "CartPole-v1", 1): [100.0]})
     assert main(["report", str(out), "--reps", reps]) == 2
-    assert "--reps" in capsys.readouterr().err and not (out / "report").exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--reps must be 100 to 1,000,000" in err and not (out / "report").exists()
 
 
 def test_a_sweep_without_evaluations_says_so(tmp_path, capsys):

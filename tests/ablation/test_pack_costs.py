@@ -30,7 +30,7 @@ def test_a_packed_runs_row_names_its_packs_figures_and_gives_it_its_share(tmp_pa
             status = json.loads((out / "status" / f"{variant}__CartPole-v1__s{r['seed']}.json").read_text())
             assert sorted(status["pack"]) == [f"{variant}__CartPole-v1__s{s}" for s in (1, 2, 3)]
             assert float(r["run_seconds"]) == pytest.approx(status["seconds"] / 3)
-    report = open(write_report(str(out), reps=50)["report"]).read()
+    report = open(write_report(str(out), reps=100)["report"]).read()
     assert "counts 1/K of its pack's training seconds" in report
 
 

@@ -118,3 +118,26 @@ def test_odd_values_from_python_are_one_line_errors(build, match):
     with pytest.raises(ConfigError, match=match) as info:
         build()
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("flag, value", [("--vf-coef", "1e308"), ("--ent-coef", "3.5e38"), ("--clip-coef", "1e39"),
+                                         ("--outer-lr", "1e300"), ("--target-kl", "1e300"), ("--kl-beta", "1e300")])
+def test_a_float_that_overflows_float32_is_one_line_before_any_folder(tmp_path, capsys, flag, value):
+    from rlkit.cli import main
+
+    assert main(["train", flag, value, "--logdir", str(tmp_path / "runs"), "--total-steps", "256"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rlkit: error: ") and "float32" in err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("changes", [{"vf_coef": 1e308}, {"gae_lambda": 0.5, "ent_coef": -1e39},
+                                     {"outer": True, "outer_momentum": float("nan")}])
+def test_configs_and_specs_refuse_floats_float32_cannot_hold(changes):
+    from rlkit.ablation.spec import expand
+
+    with pytest.raises(ConfigError):
+        rlkit.TrainConfig(**changes)
+    with pytest.raises(ConfigError):
+        expand({"name": "t", "envs": ["CartPole-v1"], "seeds": 1, "total_steps": 1024, "variants": {"ppo": changes}})
+    assert rlkit.TrainConfig(vf_coef=3.4e38).vf_coef == 3.4e38  # within float32

@@ -14,6 +14,7 @@ import pytest
 from safetensors.torch import load_file
 
 import rlkit
+from rlkit.gym.trainer import resume
 from rlkit.io.checkpoint import resolve_checkpoint
 from tests.robustness.helpers import logged_steps
 
@@ -57,6 +58,22 @@ def test_periodic_evaluation_is_logged_and_leaves_training_unchanged(logdir):
     wa, wb = (load_file(str(resolve_checkpoint(r.run_dir) / "tensors.safetensors")) for r in (plain, evald))
     assert all((wa[k] == wb[k]).all() for k in wa if k.startswith("model."))
     assert plain.eval_return_mean == evald.eval_return_mean
+
+
+def test_extending_a_finished_run_keeps_every_evaluation_it_made(logdir):
+    """The finished run's final evaluation (after its last checkpoint) stays in the extended history."""
+    kw = dict(num_envs=2, num_steps=64, num_minibatches=2, update_epochs=1, eval_every=256, eval_episodes=1)
+    whole = rlkit.train(small(logdir, run_name="whole", total_steps=768, **kw))
+    first = rlkit.train(small(logdir, run_name="ext", total_steps=512, **kw))
+    assert [step for step, _, _ in first.eval_history] == [256, 512]
+    extended = resume(first.run_dir, total_steps=768)
+    assert [tuple(e) for e in extended.eval_history] == [tuple(e) for e in whole.eval_history]
+    assert [step for step, _, _ in extended.eval_history] == [256, 512, 768]
+    assert extended.eval_seconds[:2] == first.eval_seconds and len(extended.eval_seconds) == 3
+    saved = json.loads((Path(first.run_dir) / "result.json").read_text())
+    assert [e[0] for e in saved["eval_history"]] == [256, 512, 768] and len(saved["eval_seconds"]) == 3
+    again = resume(first.run_dir, total_steps=1024)  # extended twice: still every evaluation
+    assert [step for step, _, _ in again.eval_history] == [256, 512, 768, 1024]
 
 
 def test_returned_agent_acts_with_the_trained_weights_without_final_evaluation(logdir):

@@ -57,6 +57,11 @@ def test_a_module_not_on_the_path_is_one_line_saying_so(tmp_path):
     assert no_file.returncode == 2
     assert no_file.stderr.strip() == ("rlkit: error: RLKIT_VARIANTS: no file './mylab/nothere.py' (a variant file is "
                                       "a .py path)")
+    (tmp_path / "mylab" / "good.txt").write_text("")
+    not_py = rlkit(tmp_path, "./mylab/good.txt", *args)
+    assert not_py.returncode == 2
+    assert not_py.stderr.strip() == ("rlkit: error: RLKIT_VARIANTS: './mylab/good.txt' is not a .py file; name a "
+                                     "variant's .py file or its module")
     assert not (tmp_path / "runs").exists()
 
 

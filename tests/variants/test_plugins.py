@@ -191,6 +191,9 @@ def test_a_variant_with_its_own_options_plugs_in_through_rlkit_variants(tmp_path
     lost = _rlkit(["train", "--resume", "runs/t", "--total-steps", "2048"], tmp_path, plugins="")
     assert lost.returncode == 2 and lost.stderr.strip().count("\n") == 0, lost.stderr
     assert "toy_scale" in lost.stderr and "RLKIT_VARIANTS" in lost.stderr  # resuming needs the plug-in loaded
+    unloaded = _rlkit(["eval", "runs/t", "--episodes", "1"], tmp_path, plugins="")
+    assert unloaded.returncode == 2 and unloaded.stderr.strip().count("\n") == 0, unloaded.stderr
+    assert "toy_scale" in unloaded.stderr and "module in RLKIT_VARIANTS to evaluate" in unloaded.stderr
     refused = _rlkit(["rlhf", "--toy-scale", "0.5", "--policy", "x", "--prompts", "y"], tmp_path)
     assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0
     assert "variant toy is not offered by the RLHF trainer" in refused.stderr
@@ -212,11 +215,16 @@ def test_a_variant_registered_after_the_groups_exist_is_refused():
     assert "late" not in registered() and "late_x" not in rlkit.TrainConfig().to_dict()
 
 
+NAMES = {"clashing_variant_method": "build", "clashing_variant_name": "outer"}
+"""The variant names of the clashing plug-ins (else ``clash``)."""
+
+
 @pytest.mark.parametrize("module,match", [
     ("clashing_variant_ppo", "option 'clip_coef' is already ppo's"),
     ("clashing_variant_trainer", "config field 'seed' is defined twice"),
     ("clashing_variant_method", "not one of the options container's attributes"),
     ("clashing_variant_preset", "preset 'mujoco' must be a new plain name"),
+    ("clashing_variant_name", "variant 'outer': the name is taken by module rlkit.variants."),
 ])
 def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match):
     """An option named like an existing field would shadow it in flat flags and records; a variant
@@ -229,7 +237,7 @@ def test_a_plugin_whose_names_clash_is_a_one_line_error(tmp_path, module, match)
         f"    {dict(clashing_variant_ppo='clip_coef', clashing_variant_trainer='seed').get(module, 'x')}: float = 1.0\n"
         "    enabled = False\n"
         "    def validate(self): pass\n"
-        f"register_variant(Variant({'build' if module.endswith('method') else 'clash'!r}, O, str, "
+        f"register_variant(Variant({NAMES.get(module, 'clash')!r}, O, str, "
         f"builders={{'gym': print}}, presets={ {'mujoco': {}} if module.endswith('preset') else {} }))\n")
     import os
     import subprocess

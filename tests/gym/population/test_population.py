@@ -153,7 +153,9 @@ def test_each_member_is_a_single_run_for_eval_and_the_cli(tmp_path):
     assert ev.returncode == 0, ev.stderr[-2000:]
     more = run_cli("train", "--resume", str(tmp_path / "p__s8"), "--total-steps", "2048")  # alone: a population of one
     assert more.returncode == 0, more.stderr[-2000:]
-    assert [json.loads(x)["updates"] for x in more.stdout.splitlines() if x.startswith("{")] == [8]
+    extended = [json.loads(x) for x in more.stdout.splitlines() if x.startswith("{")]
+    assert [x["updates"] for x in extended] == [8]
+    assert [e[0] for e in extended[0]["eval_history"]] == [1024, 2048]  # the member's final evaluation is kept
 
 
 @pytest.mark.parametrize("seeds, kw, match", [
