@@ -7,11 +7,11 @@ timed span is the whole training (envs and models built, rollouts and updates; n
 checkpoint before the end). The table gives each objective's steps/s and its ratio to the
 default's in the same kind of run (alone, or the population). Run it on an otherwise idle machine:
 
-    python benchmarks/objectives.py                                  # Hopper-v5, 20,480 steps per seed
-    python benchmarks/objectives.py --objectives ppo kl-fixed --seeds 1 2 3 4 5 --repeat 3
-    python benchmarks/objectives.py --steps 2048 --write ""          # a quick look, nothing written
+    python experiments/ppo_objectives/speed.py                     # Hopper-v5, 20,480 steps per seed
+    python experiments/ppo_objectives/speed.py --objectives ppo kl-fixed --seeds 1 2 3 4 5 --repeat 3
+    python experiments/ppo_objectives/speed.py --steps 2048         # a quick look
 
-With ``--write FILE`` (default benchmarks/README.md) the table replaces the file's
+It prints the table; with ``--write FILE`` the table also replaces FILE's
 ``<!-- bench:objectives -->`` section (added at the end when the file or the section is missing).
 """
 
@@ -21,13 +21,11 @@ import argparse
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from report import ExtendList, cpu_model
+from rlkit.ablation.measurements import ExtendList, cpu_model, write_section
 
 OBJECTIVES = {
     "ppo": {},
@@ -66,25 +64,13 @@ def run_worker(args: argparse.Namespace, objective: str, seeds: list[int]) -> di
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def replace_section(path: Path, name: str, text: str) -> None:
-    """``text`` as the ``<!-- bench:NAME -->`` ... ``<!-- /bench:NAME -->`` section of ``path``,
-    in place; appended (with its markers) when the file or the section is missing."""
-    block = f"<!-- bench:{name} -->\n{text.strip()}\n<!-- /bench:{name} -->"
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
-    new = pattern.sub(lambda _: block, old, count=1) if pattern.search(old) else \
-        (old.rstrip("\n") + "\n\n" if old.strip() else "") + block + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(new, encoding="utf-8")
-
-
 def table(args: argparse.Namespace) -> list[str]:
     """Every objective alone and as a population, ``--repeat`` rounds interleaved; medians."""
     kinds = [("one seed", args.seeds[:1]), (f"population of {len(args.seeds)}", args.seeds)]
     rounds = [[[run_worker(args, o, seeds) for o in args.objectives] for _, seeds in kinds]
               for _ in range(max(args.repeat, 1))]
-    lines = [f"### Plug-in objectives on {args.env}, {args.steps:,} steps per seed",
-             f"Command: `python benchmarks/objectives.py {' '.join(sys.argv[1:])}`  ",
+    lines = [f"### Plug-in objectives on {args.env}, {args.steps:,} steps per seed — {time.strftime('%Y-%m-%d %H:%M')}",
+             f"Command: `python experiments/ppo_objectives/speed.py {' '.join(sys.argv[1:])}`  ",
              f"Machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, 1 torch thread, "
              f"runs one at a time; medians of {max(args.repeat, 1)} round(s)\n",
              "| objective | run | steps/s (each round) | × the default's |", "|---|---|---|---|"]
@@ -110,15 +96,16 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3, 4, 5],
                         help="the population's seeds (the first one is also trained alone)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every run (medians reported)")
-    parser.add_argument("--write", default="benchmarks/README.md", help="replace its objectives section ('' to skip)")
+    parser.add_argument("--write", default="", help="a file whose objectives section the table replaces ('': print only)")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(worker(args.worker, args.env, args.preset, args.steps, args.seeds)))
         return
     lines = table(args)
+    print("\n".join(lines), flush=True)
     if args.write:
-        replace_section(Path(args.write), SECTION, "\n".join(lines))
+        write_section(args.write, "\n".join(lines), SECTION)
 
 
 if __name__ == "__main__":
