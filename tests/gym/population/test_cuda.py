@@ -10,9 +10,8 @@ import torch
 
 import rlkit
 from rlkit.core.config import PPOConfig
-from rlkit.core.loss import ppo_loss
 from rlkit.gym.population import train_population
-from tests.gym.population.test_network import SPACES, _batch, _members
+from tests.gym.population.test_network import SPACES, _batch, _member_loss, _members
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -28,11 +27,8 @@ def test_the_stacked_network_on_cuda_is_each_members_own(kind):
     out = StackedLoss(models[0].head, hp)(stacked.head_tensors(), dist_params, values, mb)
     out.loss.sum().backward()
     for k, model in enumerate(models):
-        own_params, own_values = model(mb.obs[k])
+        own_params, own_values, own = _member_loss(model, mb, k, hp)
         assert torch.allclose(dist_params[k], own_params, atol=1e-5) and torch.allclose(values[k], own_values, atol=1e-5)
-        own = ppo_loss(model.head, own_params, own_values, mb.map(lambda x: x[k]), clip_coef=hp.clip_coef,
-                       clip_vloss=hp.clip_vloss, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
-                       vloss_form=hp.vloss_form)
         assert torch.allclose(own.loss, out.loss[k], atol=1e-5)
         grads = torch.autograd.grad(own.loss, model.ordered_parameters())
         assert torch.allclose(torch.cat([g.reshape(-1) for g in grads]), stacked.theta.grad[k], atol=1e-4)

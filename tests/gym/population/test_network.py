@@ -34,6 +34,15 @@ def _members(kind, k=3, device="cpu"):
     return models, StackedParameters(flats, models[0])
 
 
+def _member_loss(model, mb, k, hp):
+    """Member ``k``'s own forward on its rows of ``mb`` and its PPO loss alone: (params, values, loss)."""
+    own_params, own_values = model(mb.obs[k])
+    own = ppo_loss(model.head, own_params, own_values, mb.map(lambda x: x[k]), clip_coef=hp.clip_coef,
+                   clip_vloss=hp.clip_vloss, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
+                   vloss_form=hp.vloss_form)
+    return own_params, own_values, own
+
+
 def _batch(models, k, b=32):
     g = torch.Generator().manual_seed(7)
     head = models[0].head
@@ -55,11 +64,8 @@ def test_the_stacked_forward_and_loss_are_each_members_own(kind, hp, fused):
     total = out.loss.sum()
     total.backward()
     for k, model in enumerate(models):
-        own_params, own_values = model(mb.obs[k])
+        own_params, own_values, own = _member_loss(model, mb, k, hp)
         assert torch.allclose(dist_params[k], own_params, atol=1e-6) and torch.allclose(values[k], own_values, atol=1e-6)
-        own = ppo_loss(model.head, own_params, own_values, mb.map(lambda x: x[k]), clip_coef=hp.clip_coef,
-                       clip_vloss=hp.clip_vloss, ent_coef=hp.ent_coef, vf_coef=hp.vf_coef, norm_adv=hp.norm_adv,
-                       vloss_form=hp.vloss_form)
         for a, b in zip(own, out):
             assert torch.allclose(a, b[k], atol=1e-5), (a, b[k])
         grads = torch.autograd.grad(own.loss, model.ordered_parameters())
