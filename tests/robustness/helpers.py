@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import warm_cli
+
 ROOT = Path(__file__).parents[2]
 CLI = "import sys, tests.toy_envs, rlkit_launch; sys.exit(rlkit_launch.main())"
 """The ``rlkit`` command as installed (its entry point is rlkit_launch), with the toy envs registered."""
@@ -29,6 +31,10 @@ def cli_command(*args: str) -> list[str]:
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``rlkit ARGS`` run to its end as a fresh process (forked warm where it can be: tests/warm_cli.py)."""
+    warm = warm_cli.run(list(args), ROOT, timeout)
+    if warm is not None:
+        return warm
     return subprocess.run(cli_command(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 

@@ -1,0 +1,65 @@
+"""The warm CLI of the tests (tests/warm_cli.py) gives what a fresh process gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests import warm_cli
+from tests.robustness.helpers import ROOT, SMALL, cli_command
+
+
+def _cold(args: list[str], cwd=ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(cli_command(*args), cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--num-envs", "0"], ["train", "--no-such-flag"],
+                                  ["eval", "no/such/run"]])
+def test_a_warm_call_gives_a_fresh_processes_exit_code_stdout_and_stderr(args, monkeypatch):
+    monkeypatch.delenv("RLKIT_TESTS_COLD", raising=False)
+    warm, cold = warm_cli.run(args), _cold(args)
+    assert warm is not None
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert warm_cli.run(args, cwd=ROOT / "tests") is None  # elsewhere a fresh process does not find the toy envs
+
+
+def test_a_warm_run_writes_what_a_fresh_one_writes(tmp_path, monkeypatch):
+    monkeypatch.delenv("RLKIT_TESTS_COLD", raising=False)
+    args = ["train", "--env", "CartPole-v1", *SMALL, "--run-name", "r", "--seed", "3"]
+    warm = warm_cli.run([*args, "--logdir", str(tmp_path / "warm" / "runs")])
+    cold = _cold([*args, "--logdir", str(tmp_path / "cold" / "runs")])
+    assert warm.returncode == cold.returncode == 0, warm.stderr[-2000:]
+    made = [sorted(p.name.split(".out.")[0] for p in (tmp_path / k / "runs").rglob("*")) for k in ("warm", "cold")]
+    assert made[0] == made[1] and made[0]
+    # The weights are the same bits: the warm child is the same program from the same seed.
+    weights = "runs/r/checkpoints/update-0000008/tensors.safetensors"
+    assert (tmp_path / "warm" / weights).read_bytes() == (tmp_path / "cold" / weights).read_bytes()
+
+
+ENDINGS = {"exception": "raise RuntimeError('boom')", "message": "raise SystemExit('bye')", "code": "sys.exit(3)",
+           "none": "pass", "ctrl-c": "raise KeyboardInterrupt",
+           "atexit": "atexit.register(lambda: print('atexit ran', flush=True))",
+           "thread": "threading.Thread(target=lambda: (time.sleep(0.2), print('thread ran'))).start()"}
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_the_warm_child_ends_as_python_ends_a_process(ending):
+    """Exit code, stdout and stderr's last line of a body run as a script and as a warm child's entry."""
+    prelude = "import atexit, sys, threading, time\n"
+    as_entry = prelude + "import tests.warm_cli as w\ndef entry():\n    " + ENDINGS[ending] + "\nw._exit_as_python_does(entry)\n"
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+            for code in (prelude + ENDINGS[ending], as_entry)]
+    last = [(r.stderr.strip().splitlines() or [""])[-1] for r in runs]
+    assert (runs[0].returncode, runs[0].stdout, last[0]) == (runs[1].returncode, runs[1].stdout, last[1])
+
+
+def test_a_changed_environment_or_rlkit_tests_cold_makes_a_real_fresh_process(monkeypatch):
+    monkeypatch.delenv("RLKIT_TESTS_COLD", raising=False)
+    assert warm_cli.run(["--help"]) is not None
+    monkeypatch.setenv("RLKIT_VARIANTS", "x")  # acts at start-up: the server's imports did not see it
+    assert warm_cli.run(["--help"]) is None
+    monkeypatch.delenv("RLKIT_VARIANTS")
+    monkeypatch.setenv("RLKIT_TESTS_COLD", "1")
+    assert warm_cli.run(["--help"]) is None
