@@ -170,6 +170,13 @@ class CloseRaises(IdentityDiscrete):
         raise RuntimeError("simulated close failure")
 
 
+class CloseInterrupts(IdentityDiscrete):
+    """Raises KeyboardInterrupt in ``close()`` (a simulator's binding that turns its own error into one)."""
+
+    def close(self):
+        raise KeyboardInterrupt
+
+
 class WorkerFails(IdentityDiscrete):
     """Fails to construct in a worker process only (a simulator that one process cannot open twice)."""
 
@@ -353,6 +360,7 @@ def register_all() -> None:
         "rlkit-test/SlowStart-v0": ("SlowStart", {}),
         "rlkit-test/HangsOnStep-v0": ("HangsOnStep", {}),
         "rlkit-test/CloseRaises-v0": ("CloseRaises", {}),
+        "rlkit-test/CloseInterrupts-v0": ("CloseInterrupts", {}),
         "rlkit-test/RaisesForSeed100-v0": ("FaultyForSeed", {"mode": "raise"}),
         "rlkit-test/NaNObsForSeed100-v0": ("FaultyForSeed", {"mode": "nan_obs"}),
         "rlkit-test/NaNRewardForSeed100-v0": ("FaultyForSeed", {"mode": "nan_reward"}),

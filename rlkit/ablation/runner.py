@@ -39,6 +39,7 @@ from rlkit.io.checkpoint import discard_unused, newest_checkpoint_steps
 from rlkit.io.files import write_json
 from rlkit.io.process import CHECK_SECONDS, die_with_owner
 from rlkit.io.progress import progress_bar, thread_lock_only
+from rlkit.io.signals import interrupt_on
 
 Outcome = dict[str, Any]
 """``{"name", "status": "done" | "failed" | "interrupted", "error", "result"}`` of one run."""
@@ -90,7 +91,7 @@ def execute(run: RunSpec, sweep_dir: str) -> Outcome:
         return {"name": run.name, "status": "interrupted", "error": None, "result": None}
     start = time.perf_counter()
     with _IN_RUN:  # until its status is written: an abandoned worker exits between runs only
-        with _output_to(root / "logs" / f"{run.name}.log"), _interrupt_on(signal.SIGINT):
+        with _output_to(root / "logs" / f"{run.name}.log"), interrupt_on(signal.SIGINT):
             try:
                 result = _train(run, run_dir)
             except KeyboardInterrupt:  # the sweep is stopping: the run resumes next time from its checkpoint
@@ -118,7 +119,7 @@ def execute_pack(runs: list[RunSpec], sweep_dir: str) -> list[Outcome]:
                       f"the output is in {first.name}\n")
     start = time.perf_counter()
     with _IN_RUN:  # until the statuses are written (see execute)
-        with _output_to(first), _interrupt_on(signal.SIGINT):
+        with _output_to(first), interrupt_on(signal.SIGINT):
             try:
                 members = train_pack(runs, root / "runs")
             except KeyboardInterrupt:
@@ -237,7 +238,7 @@ def run_local(runs: list[Item], sweep_dir: Path, workers: int, done: Callable[[O
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
                                initargs=(stopping, abandoned, sweep_env_specs(runs)))
     try:
-        with _interrupt_on(signal.SIGINT, signal.SIGTERM):
+        with interrupt_on(signal.SIGINT, signal.SIGTERM):
             pending = {pool.submit(execute_pack if isinstance(item, list) else execute, item, str(sweep_dir))
                        for item in runs}
             while pending:
@@ -286,28 +287,6 @@ def _stop_in_flight(pool: ProcessPoolExecutor, abandoned: Any) -> bool:
     finally:
         signal.signal(signal.SIGINT, previous)
     return bool(getattr(pool, "_broken", False))
-
-
-@contextlib.contextmanager
-def _interrupt_on(*signums: int) -> Iterator[None]:
-    """Each of ``signums`` raises KeyboardInterrupt meanwhile (in the main thread; elsewhere
-    nothing changes), also where the process was started with SIGINT ignored (a background job of
-    a script), as a run's own training loop does. A run executing in a worker takes SIGINT this
-    way (its training loop turns it into "checkpoint after this update and stop"); the sweep
-    process takes SIGINT and SIGTERM."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = {s: signal.signal(s, interrupt) for s in signums}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def run_ray(runs: list[Item], sweep_dir: Path, workers: int, address: str | None, gpus_per_run: float,

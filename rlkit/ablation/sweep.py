@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shlex
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import check_env_id, close_envs, make_env
 from rlkit.io.lock import FolderLock
+from rlkit.io.signals import interrupt_on
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,11 @@ def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[Sweep
         raise ConfigError("--out must name a directory, got an empty path")
     spec = load_spec(spec_path, budget)
     made = {(run.env, run.config.get("env_kwargs") or "", run.config.get("env_wrappers") or "") for run in spec.runs}
-    for env, kwargs, stack in sorted(made):
-        check_env_id(env)
-        if kwargs or stack:  # an unknown keyword or a stack the env cannot take fails here, not in every run
-            close_envs(make_env(env, json.loads(kwargs or "{}"), stack, training=True), env)
+    with interrupt_on(signal.SIGINT):  # a KeyboardInterrupt an env raises itself is then no Ctrl-C
+        for env, kwargs, stack in sorted(made):
+            check_env_id(env)
+            if kwargs or stack:  # an unknown keyword or a stack the env cannot take fails here, not in every run
+                close_envs(make_env(env, json.loads(kwargs or "{}"), stack, training=True), env)
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")
@@ -89,7 +92,8 @@ def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None
                 if state in ("new", "partial", "restart") or (retry_failed and state == "failed")]
         bar = Progress(len(todo), spec.name, progress)
         try:
-            items = pack_runs(todo, sweep_dir / "runs", size, workers) if todo else []
+            with interrupt_on(signal.SIGINT):  # the pack check makes envs (see _checked)
+                items = pack_runs(todo, sweep_dir / "runs", size, workers) if todo else []
             if items and backend == "local":
                 run_local(items, sweep_dir, min(workers, len(items)), bar)
             elif items:

@@ -22,7 +22,7 @@ from rlkit.gym.masking import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
 from rlkit.gym.wrappers import check_wrappers, make_kwargs, wrap
 from rlkit.io.process import die_with_owner
-from rlkit.io.signals import EnvStuck, env_wait
+from rlkit.io.signals import EnvStuck, env_wait, from_a_signal
 
 log = logging.getLogger("rlkit")
 
@@ -180,7 +180,7 @@ def _await_first_command(pipe: Any, parent_pipe: Any) -> None:
 
 class _CloseQuietly(gym.Wrapper):
     def close(self) -> None:
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception, KeyboardInterrupt):  # a worker ignores the user's signals
             super().close()
 
 
@@ -209,7 +209,9 @@ class _WarnOnClose(gym.Wrapper):
     def close(self) -> None:
         try:
             super().close()
-        except ENV_FAILURES as exc:
+        except BaseException as exc:  # noqa: BLE001  (sorted by close_failed)
+            if not close_failed(exc):
+                raise
             warn_close_failed(self.env_id, exc)
 
 
@@ -221,12 +223,20 @@ def new_run_warnings() -> None:
     _WARNED.clear()
 
 
+def close_failed(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by closing envs, is their own failure (one of :data:`ENV_FAILURES`,
+    or a KeyboardInterrupt that no signal raised) rather than the user's stop."""
+    return isinstance(exc, ENV_FAILURES) or (isinstance(exc, KeyboardInterrupt) and not from_a_signal(exc))
+
+
 def warn_close_failed(env_id: str, exc: BaseException) -> None:
     """One warning per env id and run that its ``close()`` failed (ignored: closing must neither
     mask an error nor cost a finished run its result)."""
     if env_id not in _WARNED:
         _WARNED.add(env_id)
-        log.warning("%s failed while closing: %s: %s (ignored)", env_id, type(exc).__name__, _one_line(exc))
+        said = _one_line(exc)
+        name = type(exc).__name__
+        log.warning("%s failed while closing: %s (ignored)", env_id, name if said == name else f"{name}: {said}")
 
 
 def check_backend(backend: str, async_envs: bool, wrappers: str) -> None:
@@ -323,11 +333,13 @@ def close_envs(envs: gym.vector.VectorEnv | gym.Env, env_id: str, abort: bool = 
     try:
         with _quiet_workers(envs), env_wait():  # after a stop signal, a close() that never returns is left
             envs.close()
-    except ENV_FAILURES as exc:
-        if not abort:
-            warn_close_failed(env_id, exc)
     except EnvStuck as exc:
         log.warning("%s: %s", env_id, exc.waited_for("close"))
+    except BaseException as exc:  # noqa: BLE001  (sorted by close_failed)
+        if not close_failed(exc):
+            raise
+        if not abort:
+            warn_close_failed(env_id, exc)
 
 
 @contextlib.contextmanager

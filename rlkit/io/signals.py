@@ -106,6 +106,43 @@ def env_wait() -> Iterator[None]:
         request.waiting_since = None
 
 
+def from_a_signal(exc: KeyboardInterrupt) -> bool:
+    """Whether ``exc`` is the user's SIGINT or SIGTERM rather than one that code (an env's
+    ``close()``, a simulator's binding) raised itself. While :func:`stop_on_signals` is in effect
+    a signal raises :class:`SignalStop` or only asks for a stop, so a plain KeyboardInterrupt is
+    the code's own; without it (the Python API, no handlers of rlkit) a Ctrl-C cannot be told
+    apart and counts as one."""
+    return isinstance(exc, SignalStop) or not (_ACTIVE or _RAISING)
+
+
+_RAISING: list[int] = []
+"""The signals of the :func:`interrupt_on` in effect."""
+
+
+@contextlib.contextmanager
+def interrupt_on(*signums: int) -> Iterator[None]:
+    """Each of ``signums`` raises :class:`SignalStop` (a KeyboardInterrupt) meanwhile, in the main
+    thread (elsewhere nothing changes), also where the process was started with SIGINT ignored (a
+    background job of a script). A sweep takes SIGINT and SIGTERM this way, and a run executing
+    in a sweep's worker SIGINT (its training loop turns it into "checkpoint after this update and
+    stop")."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise SignalStop(signum)
+
+    previous = {s: signal.signal(s, interrupt) for s in signums}
+    _RAISING.extend(signums)
+    try:
+        yield
+    finally:
+        del _RAISING[-len(signums):]
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def _arm(seconds: float) -> None:
     """SIGALRM in ``seconds`` (0: none), where the platform has interval timers."""
     if hasattr(signal, "setitimer"):

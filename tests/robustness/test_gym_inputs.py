@@ -342,11 +342,13 @@ def test_a_worker_whose_env_failed_does_not_outlive_a_trainer_that_never_speaks(
         worker.kill()
 
 
+@pytest.mark.parametrize("env", ["rlkit-test/CloseRaises-v0", "rlkit-test/CloseInterrupts-v0"])
 @pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
-def test_an_env_whose_close_raises_costs_no_result_and_eval_still_works(tmp_path, async_envs):
+def test_an_env_whose_close_raises_costs_no_result_and_eval_still_works(tmp_path, async_envs, env):
     """A failure to close is one warning: the finished run keeps its evaluation and result (with
-    async envs too, where Gymnasium closes a first env while it reads the spaces)."""
-    proc = run_cli("train", *SMALL, "--env", "rlkit-test/CloseRaises-v0", "--eval-every", "512", *async_envs,
+    async envs too, where Gymnasium closes a first env while it reads the spaces). A
+    KeyboardInterrupt that close() raises itself is such a failure, not the user's Ctrl-C."""
+    proc = run_cli("train", *SMALL, "--env", env, "--eval-every", "512", *async_envs,
                    "--logdir", str(tmp_path), "--run-name", "c")
     out = last_json(proc)
     assert out["eval_return_mean"] is not None and (tmp_path / "c" / "result.json").is_file()

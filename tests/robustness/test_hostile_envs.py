@@ -68,10 +68,16 @@ def test_eval_of_a_run_whose_env_module_now_fails_to_import_is_one_line(tmp_path
     assert "RuntimeError: the simulator is gone" in _last_error(capsys)
 
 
+CLOSE_FAILS = ["rlkit-test/CloseRaises-v0", "rlkit-test/CloseInterrupts-v0"]
+"""Envs whose close() raises: an exception, and a KeyboardInterrupt that no signal raised."""
+
+
+@pytest.mark.parametrize("env", CLOSE_FAILS)
 @pytest.mark.parametrize("async_envs", [[], ["--async-envs"]], ids=["in-process", "async"])
-def test_a_population_of_an_env_whose_close_raises_finishes_with_one_warning(tmp_path, capsys, caplog, async_envs):
+def test_a_population_of_an_env_whose_close_raises_finishes_with_one_warning(tmp_path, capsys, caplog, async_envs,
+                                                                            env):
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
-    assert main(["train", "--seeds", "1", "2", "--env", "rlkit-test/CloseRaises-v0", *flags, *async_envs,
+    assert main(["train", "--seeds", "1", "2", "--env", env, *flags, *async_envs,
                  "--logdir", str(tmp_path), "--no-progress"]) == 0
     out, err = capsys.readouterr()
     assert [json.loads(line)["seed"] for line in out.strip().splitlines()] == [1, 2]
@@ -79,10 +85,11 @@ def test_a_population_of_an_env_whose_close_raises_finishes_with_one_warning(tmp
     assert sum("failed while closing" in r.getMessage() for r in caplog.records) == 1
 
 
-def test_a_sweep_and_its_report_of_an_env_whose_close_raises_finish(tmp_path, capsys):
+@pytest.mark.parametrize("env", CLOSE_FAILS)
+def test_a_sweep_and_its_report_of_an_env_whose_close_raises_finish(tmp_path, capsys, env):
     """The sweep probes the env (its pack check) in its own process after writing its manifest: a
     close() that raised there stopped every attempt."""
-    spec, out = _spec(tmp_path, "rlkit-test/CloseRaises-v0", seeds=2), tmp_path / "sweep"
+    spec, out = _spec(tmp_path, env, seeds=2), tmp_path / "sweep"
     assert main(["sweep", spec, "--out", str(out), "--workers", "1"]) == 0
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["done"] == 2
     assert main(["report", str(out), "--reps", "100"]) == 0
