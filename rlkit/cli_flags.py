@@ -65,24 +65,18 @@ def refuse_options_left_off(cfg: Any, argv: list[str]) -> None:
     while its variant stays off (``--group-form rloo`` or ``--group-size 1`` alone: every group
     option at its default) would run plain PPO without a word. ``--no-`` flags ask for an option's
     absence, which an off variant honours; a resumed run checks its flags against its own config."""
-    from rlkit.variants.registry import registered
+    from rlkit.variants.left_off import options_left_off
 
     if cfg.resume:
         return
     given = flags_given([t for t in argv if not t.startswith("--no-")], type(cfg))
     off = {t[5:].replace("-", "_") for t in argv if t.startswith("--no-")}
-    for name in sorted(set(registered()) - off):
-        options = getattr(cfg.variants, name, None)
-        if options is None or options.enabled:
-            continue
-        named = [f for f in options.__dataclass_fields__ if f in given]
-        if named:
-            flags = ", ".join(f"--{f.replace('_', '-')} {getattr(options, f)}" for f in named)
-            turn_on = getattr(options, "turn_on", None) or (f"--{name.replace('_', '-')}" if name in
-                                                             options.__dataclass_fields__ else
-                                                             "an option away from its default")
-            raise ConfigError(f"{flags}: the {name} variant stays off (its options are all at their defaults), so "
-                              f"this would run plain PPO; turn it on ({turn_on}) or drop the flag")
+    left = options_left_off(cfg, given, skip=off)
+    if left is not None:
+        flags = ", ".join(f"--{f.replace('_', '-')} {getattr(getattr(cfg.variants, left.variant), f)}"
+                          for f in left.options)
+        raise ConfigError(f"{flags}: the {left.variant} variant stays off (its options are all at their defaults), "
+                          f"so this would run plain PPO; turn it on ({left.turn_on}) or drop the flag")
 
 
 def resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:

@@ -313,6 +313,22 @@ def _refuse_variant_options(record: dict[str, Any], own: dict[str, Any], file: s
                                                  "set variant options on rlkit variants only")
 
 
+def _refuse_options_left_off(cfg: Any, own: dict[str, Any], point: dict[str, Any], file: str, variant: str) -> None:
+    """A variant option that a variant's table or a grid point names while its variant stays off
+    (every one of its options at its default) would give runs of plain PPO under that option's
+    name: refused, as ``rlkit train`` refuses the flag. (Options at the top level are shared
+    settings, for the variants that turn them on.)"""
+    from rlkit.variants.left_off import options_left_off
+
+    for where, named in ((f"variants.{variant}", own), ("grid", point)):
+        left = options_left_off(cfg, named)
+        if left is not None:
+            values = ", ".join(f"{f} = {named[f]!r}" for f in left.options)
+            raise _fail(file, where, f"{values}: the {left.variant} variant stays off for variant {variant!r} (its "
+                                     f"options are all at their defaults), so its runs would be plain PPO; turn it on "
+                                     f"({left.turn_on}) or drop the option")
+
+
 def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], variants: dict[str, Any],
               grid: list[dict[str, Any]]) -> list[RunSpec]:
     base_presets, base = _fields({k: v for k, v in data.items() if k in RUN_FIELDS or k == "preset"}, file, "spec")
@@ -337,5 +353,7 @@ def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], varia
                 record = cfg.to_dict()
                 if kind != "rlkit":
                     _refuse_variant_options(record, var_fields, file, variant)
+                else:
+                    _refuse_options_left_off(cfg, var_fields, point, file, variant)
                 runs.append(RunSpec(label, env, seed, kind, record))
     return runs

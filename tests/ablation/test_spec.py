@@ -59,3 +59,22 @@ def _write(tmp_path, text):
     path = tmp_path / "spec.toml"
     path.write_text(text)
     return path
+
+
+@pytest.mark.parametrize("change,where,option", [
+    ({"grid": {"kl_beta": [1.0, 3.0]}, "variants": {"ppo": {}, "klfix": {"kl_fixed": True}}}, "grid", "kl_beta = 1.0"),
+    ({"grid": {"outer_lr": [1.0]}}, "grid", "outer_lr = 1.0"),
+    ({"variants": {"ppo": {"kl_dtarg": 0.01}}}, "variants.ppo", "kl_dtarg = 0.01"),
+    ({"variants": {"ppo": {"group_form": "rloo"}}}, "variants.ppo", "group_form = 'rloo'"),
+])
+def test_a_variant_option_named_for_runs_whose_variant_stays_off_is_refused(change, where, option):
+    """At its default, such an option gives plain PPO under the option's name (a grid point at the
+    default is the grid's baseline only in name); named away from its default it is refused by the
+    config already. A top-level option is a shared setting and stays allowed."""
+    with pytest.raises(ConfigError, match="stays off") as e:
+        expand({**BASE, **change}, "spec.toml")
+    assert f"spec.toml: {where}" in str(e.value) and option in str(e.value) and "\n" not in str(e.value)
+    shared = expand({**BASE, "kl_beta": 1.0, "variants": {"ppo": {}, "klfix": {"kl_fixed": True}}})
+    assert {r.variant for r in shared.runs} == {"ppo", "klfix"}
+    on = expand({**BASE, "grid": {"kl_beta": [1.0, 3.0]}, "variants": {"klfix": {"kl_fixed": True}}})
+    assert sorted({r.config["kl_beta"] for r in on.runs}) == [1.0, 3.0]
