@@ -185,10 +185,13 @@ def _curve_figures(results: pd.DataFrame, shown: list[str], baseline: str, look:
     """The learning curves against env steps and training time, and each variant against the
     baseline when there are many; the names of the files."""
     steps = curves.compute(results, "step", shown, reps)
-    curves.overlay(steps, "step", shown, look, out / "curves_steps.png")
-    curves.overlay(curves.compute(results, "wall_s", shown, reps), "wall_s", shown, look, out / "curves_wallclock.png")
-    pngs = ["curves_steps.png", "curves_wallclock.png"]
-    if len(shown) - 1 > curves.MANY:
+    pngs = []
+    for x, computed, name in (("step", steps, "curves_steps.png"),
+                              ("wall_s", curves.compute(results, "wall_s", shown, reps), "curves_wallclock.png")):
+        if computed:  # none against training time where the results record no evaluation times
+            curves.overlay(computed, x, shown, look, out / name)
+            pngs.append(name)
+    if steps and len(shown) - 1 > curves.MANY:
         curves.against_baseline(steps, "step", baseline, shown, look, out / "curves_vs_baseline.png")
         pngs.append("curves_vs_baseline.png")
     return pngs
@@ -238,6 +241,16 @@ def _cost(runs: pd.DataFrame) -> dict[str, dict[str, dict[str, float]]]:
         out.setdefault(str(variant), {})[str(env)] = {"train_seconds": float(g["train_seconds"].mean()),
                                                       "steps_per_second": float(g["steps_per_second"].mean())}
     return out
+
+
+def _cost_unknown(runs: pd.DataFrame) -> list[str]:
+    """A note naming the finished runs whose cost runs.csv leaves empty (their status file is damaged)."""
+    unknown = runs[(runs.status == "done") & runs.get("error", pd.Series(dtype=str)).fillna("").astype(str)
+                   .str.contains("cost columns are left empty")]
+    if unknown.empty:
+        return []
+    return ["", "Left out of train s and steps/s (their status file is damaged, see runs.csv's error column): " +
+            ", ".join(f"{r.variant} / {r.env} / seed {r.seed}" for r in unknown.itertuples())]
 
 
 def _finite(value: Any) -> Any:
@@ -312,6 +325,7 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
                      f"{_interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | "
                      f"{cost.get('train_seconds', float('nan')):.1f} | "
                      f"{cost.get('steps_per_second', float('nan')):,.0f} |")
+    lines += _cost_unknown(runs)
     if "pack_size" in runs and (runs["pack_size"].fillna(1) > 1).any():
         lines += ["", "Train s and steps/s are per run: a run trained in a pack of K seeds (one process) counts 1/K "
                       "of its pack's training seconds (runs.csv: pack_size, pack_train_seconds, "

@@ -40,6 +40,9 @@ RESULT_COLUMNS = ["variant", "env", "seed", "kind", "step", "wall_s", "eval_retu
 RUN_COLUMNS = ["variant", "env", "seed", "kind", "status", "error", "final_return", "train_return_last100", "total_steps",
                "steps_per_second", "train_seconds", "run_seconds", "pack_size", "pack_steps_per_second",
                "pack_train_seconds", "run_dir"]
+COST_COLUMNS = ("steps_per_second", "train_seconds", "run_seconds", "pack_size", "pack_steps_per_second",
+                "pack_train_seconds")
+"""What a run cost (runs.csv): its own share and, for a packed run, its pack's."""
 LOCK = ".rlkit-sweep.lock"
 """The file a running sweep holds locked in its directory (see ``sweep.sweep_lock``)."""
 PACKAGES = ("rlkit", "torch", "numpy", "gymnasium", "mujoco", "stable-baselines3", "sb3-contrib", "ray", "rliable")
@@ -176,6 +179,16 @@ def read_status(sweep_dir: Path, run: RunSpec) -> dict[str, Any] | None:
     return None if status_problem(status) else status
 
 
+def status_damage(sweep_dir: Path, run: RunSpec) -> str | None:
+    """What is wrong with ``run``'s status file where one exists but is of another shape (None: it
+    is whole, or there is none)."""
+    path = sweep_dir / "status" / f"{run.name}.json"
+    if not path.exists():
+        return None
+    status = read_json(path)
+    return "is not a JSON object" if status is None else status_problem(status)
+
+
 def _json(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
@@ -220,6 +233,10 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
     sizes = pack_sizes(spec.runs, statuses)
     for run in spec.runs:
         row, evaluations = _run_row(sweep_dir, run, statuses[run.name], sizes[run.name])
+        damage = status_damage(sweep_dir, run) if row["status"] == "done" else None
+        if damage:  # how long it trained, alone or in a pack, is unknown: no cost is shown rather than a wrong one
+            row.update({k: None for k in COST_COLUMNS},
+                       error=f"status/{run.name}.json {damage}: its cost columns are left empty")
         counts[row["status"]] += 1
         runs.writerow(row)
         results.writerows(evaluations)

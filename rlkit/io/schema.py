@@ -66,7 +66,7 @@ def result_problem(result: Any, env: str | None = None, seed: int | None = None)
 
 def status_problem(status: Any) -> str | None:
     """Why ``status`` is not a sweep's status file of a run (``{"status": "done", "seconds": s}``
-    or ``{"status": "failed", "error": "..."}``), or None."""
+    or ``{"status": "failed", "error": "..."}``, with ``"pack": [names]`` for a packed run), or None."""
     if not isinstance(status, dict) or status.get("status") not in ("done", "failed"):
         return "not a status of done or failed"
     if status["status"] == "done" and not (status.get("seconds") is None or
@@ -74,4 +74,7 @@ def status_problem(status: Any) -> str | None:
         return "seconds is not a number >= 0"
     if status["status"] == "failed" and not isinstance(status.get("error", ""), str):
         return "error is not a line of text"
+    pack = status.get("pack")
+    if pack is not None and not (isinstance(pack, list) and pack and all(isinstance(n, str) for n in pack)):
+        return "pack is not a list of run names"
     return None

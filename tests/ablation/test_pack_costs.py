@@ -55,3 +55,33 @@ def test_records_without_packs_named_read_their_packs_from_the_shared_seconds(tm
     assert (float(ppo["run_seconds"]), float(ppo["pack_steps_per_second"])) == (3.0, pytest.approx(3 * 1024 / 6))
     assert (alone["pack_size"], float(alone["train_seconds"]), float(alone["run_seconds"])) == ("1", 6.0, 9.0)
     assert float(alone["steps_per_second"]) == float(alone["pack_steps_per_second"]) == pytest.approx(1024 / 6)
+
+
+@pytest.mark.parametrize("damaged", ['{"status": "done", "seconds": "9"}', '{"status": "done", "pack": "ppo"}',
+                                     '["done"]', "{not json"])
+def test_a_damaged_status_leaves_its_runs_costs_empty_and_says_so(tmp_path, damaged):
+    """A packed member whose status file is of another shape read as a run alone (pack_size 1, its
+    pack's whole seconds as its own), with no word."""
+    spec = expand({"name": "t", "envs": ["CartPole-v1"], "seeds": 3, "preset": "cartpole", "total_steps": 1024,
+                   "variants": {"ppo": {}}})
+    out = tmp_path / "out"
+    claim_sweep_dir(out, spec, None)
+    names = [run.name for run in spec.runs]
+    for run in spec.runs:
+        (out / "runs" / run.name).mkdir()
+        result = {"total_steps": 1024, "steps_per_second": 1024 / 6.0, "eval_return_mean": 100.0 + run.seed,
+                  "eval_history": [[1024, 100.0 + run.seed, 0.0]]}
+        (out / "runs" / run.name / "result.json").write_text(json.dumps(result))
+        (out / "status" / f"{run.name}.json").write_text(json.dumps({"status": "done", "seconds": 9.0, "pack": names}))
+    (out / "status" / f"{names[1]}.json").write_text(damaged)
+    write_tables(out, spec)
+    table = {r["seed"]: r for r in rows(out / "runs.csv")}
+    assert table["2"]["status"] == "done" and table["2"]["final_return"] == "102.0"  # its score still counts
+    assert all(table["2"][k] == "" for k in ("pack_size", "train_seconds", "run_seconds", "steps_per_second"))
+    assert f"status/{names[1]}.json" in table["2"]["error"] and "cost columns are left empty" in table["2"]["error"]
+    assert table["1"]["pack_size"] == table["3"]["pack_size"] == "3" and table["1"]["error"] == ""
+    written = write_report(str(out), reps=100)  # results without evaluation times: no wall-clock curves
+    assert "curves_steps.png" in written["figures"] and "curves_wallclock.png" not in written["figures"]
+    report = open(written["report"]).read()
+    assert "Left out of train s and steps/s" in report and "ppo / CartPole-v1 / seed 2" in report
+    assert "| CartPole-v1 | ppo | 3 |" in report and "| 2.0 |" in report  # the others' share: 6 s / 3
