@@ -10,14 +10,17 @@ flat (``cfg.clip_coef``), overrides are flat (``cfg.replace(clip_coef=0.1)``), a
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 import math
-from dataclasses import dataclass
+import textwrap
 import types
-from typing import Any, ClassVar, Iterator, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Iterator, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from rlkit.errors import ConfigError
 
@@ -76,11 +79,6 @@ class PPOConfig:
     """Global gradient-norm clip."""
     target_kl: float | None = None
     """Stop the epochs of an update early once approx_kl exceeds this (None: never)."""
-    kernels: Literal["auto", "plain", "fast"] = "auto"
-    """Kernels: plain (the loss formula with autograd, torch's Adam, the MLP modules), fast (fused
-    loss node, direct fused-Adam step and, in the gym trainer, the fused actor-critic MLP; same
-    numbers within rounding) or auto (the default: fast for the gym trainer on the CPU, plain on
-    other devices and in the RLHF trainer). Use plain to run without fused kernels."""
 
     def __post_init__(self) -> None:
         if _VALIDATE.get():
@@ -106,6 +104,14 @@ class PPOConfig:
                                                and self.target_kl > 0):
             raise ConfigError(f"target_kl must be > 0 or None, got {self.target_kl!r}")
         require_field_types(self)
+
+
+def config_group(cls: type[C]) -> type[C]:
+    """Class decorator: a frozen dataclass of related fields a trainer config composes (one
+    ``--help`` group, flat flags and record) whose ``validate`` checks its fields' types; the
+    config checks their values."""
+    cls.validate = require_field_types  # type: ignore[attr-defined]
+    return dataclass(frozen=True)(cls)  # type: ignore[return-value]
 
 
 def _is_number(value: object) -> bool:
@@ -135,6 +141,30 @@ def require_seed(seed: object) -> None:
     """Seeds are integers in [0, 2**32) (what numpy, torch and Gymnasium all accept)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**32:
         raise ConfigError(f"seed must be an integer in [0, 2**32), got {seed!r}")
+
+
+def checkpoint_cadence(checkpoint_every: int, steps_per_update: int) -> int:
+    """Updates between checkpoints for ``checkpoint_every`` environment steps (0: none), when an
+    update takes at most ``steps_per_update`` steps (the rollout's ``num_envs x steps``)."""
+    return max(1, checkpoint_every // steps_per_update) if checkpoint_every else 0
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The help text of each field of a dataclass, on one line: the docstring under it in the
+    class's source, else the ``Doc`` in its ``Annotated`` type (a class made at run time)."""
+    docs = {name: " ".join(meta.documentation.split())
+            for name, hint in get_type_hints(cls, include_extras=True).items() if get_origin(hint) is Annotated
+            for meta in hint.__metadata__ if type(meta).__name__ == "Doc"}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return docs
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    return {**docs, **{node.target.id: " ".join(after.value.value.split()) for node, after in zip(body, body[1:])
+                       if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                       and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                       and isinstance(after.value.value, str)}}
 
 
 @functools.cache
@@ -237,6 +267,37 @@ def leaf_hint(cls: type, name: str) -> Any:
     return field_hints(cls)[name]
 
 
+@dataclass(frozen=True)
+class Refused:
+    """A field a composed config leaves out though a caller or a stored record may name it (a
+    variant option its trainer does not honour): at its ``default`` it is dropped, any other
+    value is refused with ``reason``."""
+
+    default: Any
+    reason: str
+    """Why the config does not hold it, in a few words (a one-line error)."""
+
+
+@functools.cache
+def refused_fields(cls: type) -> dict[str, Refused]:
+    """Every field ``cls`` and its sub-configs leave out (their ``REFUSED`` class attributes)."""
+    out = dict(getattr(cls, "REFUSED", {}))
+    for sub in sub_configs(cls).values():
+        if sub is not None:
+            out.update(refused_fields(sub))
+    return out
+
+
+def _drop_refused(cls: type, overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` without the fields ``cls`` leaves out at their defaults; one set otherwise
+    is a one-line :class:`ConfigError`."""
+    refused = refused_fields(cls)
+    for key, value in overrides.items():
+        if key in refused and value != refused[key].default:
+            raise ConfigError(f"{refused[key].reason}; leave {key} at its default")
+    return {k: v for k, v in overrides.items() if k not in refused}
+
+
 def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Split flat overrides into the config's own fields and each sub-config's. A sub-config's
     name with a dataclass value replaces it whole; a leaf name reaches its sub-config."""
@@ -245,7 +306,7 @@ def _route(cls: type, overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[s
     own: dict[str, Any] = {}
     nested: dict[str, dict[str, Any]] = {}
     unknown = []
-    for key, value in overrides.items():
+    for key, value in _drop_refused(cls, overrides).items():
         if fields.get(key) is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
             own[key] = value
         elif names.get(key):
@@ -315,6 +376,7 @@ def composed_to_dict(cfg: object) -> dict[str, Any]:
 def composed_from_dict(cls: type[C], data: dict[str, Any]) -> C:
     """Inverse of :func:`composed_to_dict` (JSON lists back to tuples); unknown fields are an error."""
     names = flat_field_names(cls)
+    data = _drop_refused(cls, data)
     unknown = set(data) - set(names)
     if unknown:
         raise ConfigError(f"unknown config field(s): {', '.join(sorted(unknown))}")

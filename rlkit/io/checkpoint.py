@@ -15,13 +15,13 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterator, Mapping
-
-import torch
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
 from rlkit.io.files import is_partial, read_json, write_json
+
+if TYPE_CHECKING:  # torch starts where tensors are read or written, not where checkpoints are only looked at
+    import torch
 
 log = logging.getLogger("rlkit")
 
@@ -37,6 +37,8 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
     """Write checkpoint ``name`` atomically (a hidden temporary folder renamed into place, then the
     ``latest.json`` pointer replaced), keep the ``keep`` newest. A failure (a full disk) leaves the
     previous checkpoint as the latest and is a one-line :class:`CheckpointError`."""
+    from safetensors.torch import save_file
+
     root = Path(run_dir) / "checkpoints"
     final = root / name
     tmp = root / f".{name}.tmp"
@@ -230,6 +232,8 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 def read_checkpoint(ckpt: Path, required: tuple[str, ...] = ()) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Tensors and JSON state of one checkpoint folder, verified to parse and to hold ``required`` keys."""
+    from safetensors.torch import load_file
+
     try:
         tensors = load_file(str(ckpt / "tensors.safetensors"))
         state = json.loads((ckpt / "state.json").read_text())
@@ -333,6 +337,8 @@ def restore_weights(module: torch.nn.Module, tensors: Mapping[str, torch.Tensor]
     """Copy ``tensors`` into ``module``'s parameters and buffers in place (views into them stay
     valid); a missing key, another dtype or shape, or a non-finite weight is a ``ValueError``
     naming it (inside :func:`restoring`, a one-line :class:`CheckpointError`)."""
+    import torch
+
     with torch.no_grad():
         for k, v in module.state_dict().items():
             if k not in tensors:
