@@ -9,7 +9,7 @@ import types
 import typing
 from typing import Any
 
-from rlkit.core.config import flat_field_names, leaf_hint, refused_fields
+from rlkit.core.composed import flat_field_names, leaf_hint, refused_fields
 from rlkit.errors import ConfigError
 
 

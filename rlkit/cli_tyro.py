@@ -21,7 +21,8 @@ from typing import Annotated, Any, Mapping, Sequence
 import tyro
 from typing_extensions import Doc
 
-from rlkit.core.config import composed_from_dict, composed_to_dict, field_docs, field_hints, sub_configs
+from rlkit.core.composed import composed_from_dict, composed_to_dict, sub_configs
+from rlkit.core.config import field_docs, field_hints
 from rlkit.errors import ConfigError
 
 TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Literal
 
-from rlkit.core.config import (NOT_SHOWN, ComposedConfig, PPOConfig, checkpoint_cadence, config_group,
-                               deferred_validation, flat_field_names, flat_init, require_minibatches,
+from rlkit.core.composed import NOT_SHOWN, ComposedConfig, flat_field_names, flat_init
+from rlkit.core.config import (PPOConfig, checkpoint_cadence, config_group, deferred_validation, require_minibatches,
                                require_positive_int, require_resume_path)
 from rlkit.errors import ConfigError
 from rlkit.variants import VariantGroups, variant_presets

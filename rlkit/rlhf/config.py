@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from rlkit.core.config import (ONE_RESPONSE, ComposedConfig, PPOConfig, checkpoint_cadence, config_group,
-                               flat_init, require_minibatches, require_positive_int, require_resume_path,
-                               require_seed)
+from rlkit.core.composed import ComposedConfig, flat_init
+from rlkit.core.config import (ONE_RESPONSE, PPOConfig, checkpoint_cadence, config_group, require_minibatches,
+                               require_positive_int, require_resume_path, require_seed)
 from rlkit.core.device import check_device
 from rlkit.errors import ConfigError
 from rlkit.variants import RLHFVariantGroups

@@ -2,7 +2,7 @@
 holding the options it honours (:meth:`~rlkit.variants.registry.Variant.honours`). A trainer's
 config, its ``--help`` and its records hold nothing else; an option it refuses, named anyway
 (``RLHFConfig(hp3o_plus=True)``), is a one-line error, and at its default (a record written
-with every option) it is dropped (:class:`rlkit.core.config.Refused`).
+with every option) it is dropped (:class:`rlkit.core.composed.Refused`).
 
 Where a trainer honours only some of a variant's options, its group is a class of those
 (same names, types, defaults and help); the variant's own code (validation, label, checks,
@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from typing_extensions import Doc
 
-from rlkit.core.config import (Refused, composed_getattr, composed_replace, deferred_validation, field_docs,
-                               field_hints, flat_init, validation_enabled)
+from rlkit.core.composed import Refused, composed_getattr, composed_replace, flat_init
+from rlkit.core.config import deferred_validation, field_docs, field_hints, validation_enabled
 from rlkit.errors import ConfigError
 from rlkit.variants.registry import (LABEL, TRAINERS, Plug, PlugContext, Variant, close_registration, extra_hooks,
                                      plugin_call, plugin_errors, registered)

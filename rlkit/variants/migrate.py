@@ -1,7 +1,7 @@
 """The one reader of a run to resume (:func:`read_run`), and every rule that reads a stored
 record in the form the trainers use.
 
-Configs are flat JSON records (:func:`rlkit.core.config.composed_to_dict`): a field a record
+Configs are flat JSON records (:func:`rlkit.core.composed.composed_to_dict`): a field a record
 lacks reads as its default, so a rule is needed only where a record without the field was
 trained otherwise than that default (:func:`migrate_config`: ``hp3o_sampling``,
 ``outer_grad_from``), and a run continues as it started. Checkpoints are read in two forms of
@@ -18,7 +18,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from rlkit.core.config import flat_field_names, refused_fields
+from rlkit.core.composed import flat_field_names, refused_fields
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.io.checkpoint import (find_resume_point, load_checkpoint, newest_config, refuse_changes, require_state,
                                  run_dir_of)

@@ -181,7 +181,7 @@ def register_variant(variant: Variant) -> None:
                           "module in RLKIT_VARIANTS or an 'rlkit.variants' entry point")
     unknown = set(variant.builders) - set(TRAINERS) | {t for t, b in variant.builders.items()
                                                        if isinstance(b, str) and not BUILDER_NAME.fullmatch(b)}
-    if not variant.name.isidentifier() or variant.name in _VARIANTS or _container_attribute(variant.name) \
+    if not variant.name.isidentifier() or variant.name in _VARIANTS or variant.name in CONTAINER_ATTRIBUTES \
             or variant.name.startswith("_") or unknown:
         raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one "
                           "of the options container's attributes, and the builders' trainers among "
@@ -204,11 +204,10 @@ def register_variant(variant: Variant) -> None:
     _VARIANTS[variant.name] = variant
 
 
-def _container_attribute(name: str) -> bool:
-    """Whether ``name`` is an attribute of every options container (a variant may not take it)."""
-    from rlkit.variants.containers import GroupsMethods
-
-    return hasattr(GroupsMethods, name)
+CONTAINER_ATTRIBUTES = frozenset({"TRAINER", "REFUSED", "offered", "options", "enabled", "validate", "name",
+                                  "critic", "replace", "check", "build"})
+"""What every options container has besides its groups (:class:`rlkit.variants.containers.GroupsMethods`):
+no variant may take one as its name."""
 
 
 RESERVED = ("ppo", "variants", "environment", "run", "evaluation", "compute", "model", "responses", "kl")
