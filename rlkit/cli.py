@@ -293,7 +293,8 @@ def _records(argv: list[str]) -> int:
 
 
 def _raised(exc: BaseException, module: str, name: str) -> bool:
-    """Whether ``exc`` is ``module.name`` (a module not imported raised none: it is not imported now)."""
+    """Whether ``exc`` is ``module.name`` (none is when that module is not imported: importing it here
+    would start what the command never needed, torch included)."""
     found = sys.modules.get(module)
     return found is not None and isinstance(exc, getattr(found, name))
 

@@ -31,10 +31,10 @@ class OuterOptions:
     """Use Nesterov momentum in the outer step (needs --outer-momentum > 0)."""
     outer_bias: float = 0.0
     """Biased initialization alpha: the inner loop starts from theta_k moved alpha times along the
-    previous outer momentum (rollouts still come from theta_k)."""
+    outer momentum of the last update (the rollouts come from theta_k)."""
     outer_bias_form: Literal["momentum", "update"] = "momentum"
     """What biased initialization moves along: momentum = alpha times the outer momentum buffer b
-    (theta_k - alpha * b); update = alpha times the previous outer update u (theta_k + alpha * u,
+    (theta_k - alpha * b); update = alpha times the last outer update u (theta_k + alpha * u,
     which includes sigma and the Nesterov term)."""
     outer_grad_from: Literal["start", "theta"] = "start"
     """With biased initialization, where the outer gradient is measured from: start = the biased inner
