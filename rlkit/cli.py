@@ -42,8 +42,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def _train(argv: list[str]) -> int:
-    from rlkit.cli_tyro import Flag, Flags, parse_config
-    from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
+    from rlkit.cli_tyro import parse_config
+    from rlkit.gym.config import TrainConfig, preset
 
     pre = Parser(prog="rlkit train", add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
@@ -56,20 +56,12 @@ def _train(argv: list[str]) -> int:
     many = known.seeds is not None or known.population is not None or len(known.resume or []) > 1
     if known.resume and not many:
         rest = [*rest, "--resume", known.resume[0]]
-    variant_presets = [p for p in PRESETS if p not in ENV_PRESETS]
-    flags = {"run": Flags("Where the run goes and what it keeps (its folder, checkpoints, resume, progress bar), "
-                          "the presets it starts from and how many runs this command trains.", [
-        Flag("preset", tuple[str, ...], (), f"Named presets applied in order, then the other flags: at most one env "
-             f"preset ({', '.join(ENV_PRESETS)}) and variant presets ({', '.join(variant_presets)}), e.g. --preset "
-             "mujoco hp3o."),
-        Flag("seeds", tuple[int, ...], (), "Train one run per seed, all in this process as one population "
-             "(--seeds 1 2 --seeds 3: three runs), each in its own folder (RUN_NAME__s{seed} with --run-name)."),
-        Flag("population", int | None, None, "Train K runs with seeds --seed .. --seed+K-1 as one population.")])}
     description = ("Train PPO on a vectorized Gymnasium environment. --resume DIR continues a run with its own config "
                    "(--total-steps extends it); --resume DIR DIR ... continues a population.")
     with deferred_validation():
         default = preset(*known.preset) if known.preset else TrainConfig()
-        cfg = parse_config(TrainConfig, default, rest, "rlkit train", description, flags, frozenset({"hparams"}))
+        cfg = parse_config(TrainConfig, default, rest, "rlkit train", description, _train_flags(),
+                           hidden=frozenset({"hparams"}))  # set by a sweep or from Python; rlkit train adds its flags
     refuse_switched_off(cfg, rest)
     refuse_options_left_off(cfg, rest)
     cfg = cfg if known.resume else cfg.showing(flags_given(rest, TrainConfig))  # a resumed run keeps its hparams
@@ -93,6 +85,22 @@ def _train(argv: list[str]) -> int:
     print(f"eval return {result.eval_return_mean:.1f} +- {result.eval_return_std:.1f}; "
           f"TensorBoard logs: tensorboard --logdir {shlex.quote(result.run_dir)}", file=sys.stderr)
     return 0
+
+
+def _train_flags() -> dict[str, Any]:
+    """The flags rlkit train reads itself (before its config's), shown in its run group."""
+    from rlkit.cli_tyro import Flag, Flags
+    from rlkit.gym.config import ENV_PRESETS, PRESETS
+
+    variant_presets = [p for p in PRESETS if p not in ENV_PRESETS]
+    return {"run": Flags("Where the run goes and what it keeps (its folder, checkpoints, resume, progress bar), the "
+                         "presets it starts from and how many runs this command trains.", [
+        Flag("preset", tuple[str, ...], (), f"Named presets applied in order, then the other flags: at most one env "
+             f"preset ({', '.join(ENV_PRESETS)}) and variant presets ({', '.join(variant_presets)}), e.g. --preset "
+             "mujoco hp3o."),
+        Flag("seeds", tuple[int, ...], (), "Train one run per seed, all in this process as one population "
+             "(--seeds 1 2 --seeds 3: three runs), each in its own folder (RUN_NAME__s{seed} with --run-name)."),
+        Flag("population", int | None, None, "Train K runs with seeds --seed .. --seed+K-1 as one population.")])}
 
 
 def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> int:
