@@ -32,13 +32,25 @@ Gymnasium run stopped by a signal between two scheduled checkpoints: its envs we
 A resume that promises the same numbers starts from the newest checkpoint without it."""
 
 
+def save_file(tensors: dict[str, torch.Tensor], path: str) -> None:
+    """safetensors' ``save_file``, imported at the first write (looking at checkpoints starts no torch)."""
+    from safetensors.torch import save_file as write
+
+    write(tensors, path)
+
+
+def load_file(path: str) -> dict[str, torch.Tensor]:
+    """safetensors' ``load_file``, imported at the first read."""
+    from safetensors.torch import load_file as read
+
+    return read(path)
+
+
 def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Tensor], state: dict[str, Any],
                     keep: int = 2) -> Path:
     """Write checkpoint ``name`` atomically (a hidden temporary folder renamed into place, then the
     ``latest.json`` pointer replaced), keep the ``keep`` newest. A failure (a full disk) leaves the
     previous checkpoint as the latest and is a one-line :class:`CheckpointError`."""
-    from safetensors.torch import save_file
-
     root = Path(run_dir) / "checkpoints"
     final = root / name
     tmp = root / f".{name}.tmp"
@@ -232,8 +244,6 @@ def resolve_checkpoint(path: str | Path) -> Path:
 
 def read_checkpoint(ckpt: Path, required: tuple[str, ...] = ()) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Tensors and JSON state of one checkpoint folder, verified to parse and to hold ``required`` keys."""
-    from safetensors.torch import load_file
-
     try:
         tensors = load_file(str(ckpt / "tensors.safetensors"))
         state = json.loads((ckpt / "state.json").read_text())
