@@ -14,6 +14,7 @@ import torch
 
 import rlkit
 import rlkit.variants
+import rlkit.variants.plugged
 from rlkit.core.objective import ClippedSurrogate
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.gym.population import train_population
@@ -62,7 +63,7 @@ def test_the_default_objective_through_the_slot_keeps_its_bits(tmp_path, monkeyp
 
     default = runs("default")
     with monkeypatch.context() as m:
-        m.setattr(rlkit.variants, "CLIPPED_SURROGATE", ThroughTheSlot())
+        m.setattr(rlkit.variants.plugged, "CLIPPED_SURROGATE", ThroughTheSlot())
         slot = runs("slot")
     assert not slot[2].learner.objective.is_default and default[2].learner.objective.is_default
     assert int(default[0]["optim.step"]) > 0
