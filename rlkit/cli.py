@@ -360,10 +360,13 @@ def _usage(ok: bool) -> int:
 def needs_torch(argv: list[str]) -> bool:
     """Whether the command line ``argv`` runs a command that imports torch (the ``rlkit`` entry point
     imports it first, with signals held off: see rlkit_launch). None of these does: the usage, a
-    command's --help, ``rlkit sweep --dry-run``, ``rlkit report`` and ``rlkit records``."""
+    command's --help, ``rlkit sweep --dry-run``, ``rlkit records`` and ``rlkit report`` but for its
+    ``walltime`` tool (which trains each (variant, env) briefly to measure it)."""
     if not argv or argv[0] not in COMMANDS or "-h" in argv or "--help" in argv:
         return False
-    return not (argv[0] in ("report", "records") or argv[0] == "sweep" and "--dry-run" in argv)
+    if argv[0] == "report":
+        return argv[1:2] == ["walltime"]
+    return not (argv[0] == "records" or argv[0] == "sweep" and "--dry-run" in argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,7 +76,8 @@ def test_every_help_a_report_and_records_import_no_torch():
 
     commands = [[], ["--help"], ["train", "--help"], ["train", "--preset", "mujoco", "hp3o", "--help"],
                 ["eval", "--help"], ["rlhf", "--help"], ["rlhf", "tiny-models", "--help"], ["rm", "train", "--help"],
-                ["sweep", "--help"], ["report", "--help"], ["records", "--help"]]
+                ["sweep", "--help"], ["report", "--help"], ["records", "--help"],
+                *[["report", tool, "--help"] for tool in ("walltime", "tags", "staleness", "scalars")]]
     assert not [argv for argv in commands if needs_torch(argv)]
     proc = subprocess.run([sys.executable, "-c", MAIN, json.dumps(commands)], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
@@ -89,6 +90,8 @@ def test_every_help_a_report_and_records_import_no_torch():
     (["train", "--env", "CartPole-v1"], True), (["eval", "runs/x"], True), (["rlhf", "--policy", "p"], True),
     (["rlhf", "tiny-models", "d"], True), (["rm", "train"], True), (["sweep", "s.toml"], True),
     (["sweep", "s.toml", "--dry-run"], False), (["report", "d"], False), (["records", "keep", "a", "b"], False),
+    (["report", "walltime", "d"], True), (["report", "tags", "d", "--tags", "t"], False),
+    (["report", "staleness", "d"], False), (["report", "scalars", "r"], False), (["report", "--", "walltime"], False),
     (["train", "--help"], False), (["rm", "train", "-h"], False), ([], False), (["bogus"], False)])
 def test_the_entry_point_imports_torch_first_for_the_commands_that_run_on_it(argv, torch):
     from rlkit.cli import needs_torch
