@@ -13,7 +13,8 @@ from rlkit.errors import ConfigError
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.variants import registered
 
-COMMANDS = [["train"], ["rlhf"], ["rm", "train"], ["eval"], ["sweep"], ["report"], ["records"], ["rlhf", "tiny-models"]]
+COMMANDS = [["train"], ["rlhf"], ["rm", "train"], ["eval"], ["sweep"], ["report"], ["records"], ["rlhf", "tiny-models"],
+            *[["report", tool] for tool in ("walltime", "tags", "staleness", "scalars")]]
 
 
 def help_text(capsys, monkeypatch, *command: str) -> str:
