@@ -8,11 +8,9 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from rlkit.core.config import FLOAT32_MAX
 from rlkit.errors import ConfigError
 from rlkit.variants.registry import Variant, register_variant, variant_options
-
-FLOAT32_MAX = 3.4028234663852886e38
-"""The largest float32 (the outer step scales float32 parameters by sigma)."""
 
 
 @variant_options
