@@ -1,7 +1,10 @@
 """The ``rlkit`` command's entry point, outside the package so that it imports nothing heavy:
-a Ctrl-C or SIGTERM while Python is still importing rlkit (torch and its companions take a second
-or two) ends with one line and exit code 128 + the signal instead of a traceback or a silent death.
-Nothing has been written by then."""
+a Ctrl-C or SIGTERM while Python is still importing rlkit and, for a command that runs on torch,
+torch (its companions and its C++ start-up take a second or two) ends with one line and exit code
+128 + the signal instead of a traceback or a silent death. Nothing has been written by then. The
+usage, every command's --help, ``rlkit sweep --dry-run``, ``rlkit report`` and ``rlkit records``
+run without torch (:func:`rlkit.cli.needs_torch`) and start at once.
+"""
 
 from __future__ import annotations
 
@@ -42,18 +45,19 @@ def _on_signal(signum: int, frame: object) -> None:
         os._exit(128 + signum)
 
 
-def _import_cli():  # type: ignore[no-untyped-def]
-    """rlkit's CLI, imported with SIGINT and SIGTERM blocked at the OS level: a signal stays
-    pending until the imports are done and is then handled in Python, never inside an extension's
-    import (torch's C++ start-up either aborts on an exception raised by a handler it calls back or
-    fails on an interrupted system call)."""
+def _import_cli(argv: list[str]):  # type: ignore[no-untyped-def]
+    """rlkit's CLI and, where the command ``argv`` runs on torch, torch, imported with SIGINT and
+    SIGTERM blocked at the OS level: a signal stays pending until the imports are done and is then
+    handled in Python, never inside an extension's import (torch's C++ start-up either aborts on
+    an exception raised by a handler it calls back or fails on an interrupted system call)."""
     block = hasattr(signal, "pthread_sigmask")
     if block:
         signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
     try:
-        import torch._dynamo  # noqa: F401  (torch.optim imports it with the first optimizer: also C++ start-up)
+        from rlkit.cli import main as cli_main, needs_torch
 
-        from rlkit.cli import main as cli_main
+        if needs_torch(argv):
+            import torch._dynamo  # noqa: F401  (torch.optim imports it with the first optimizer: also C++ start-up)
     finally:
         if block:  # a pending signal reaches _on_signal here, in plain Python
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
@@ -62,7 +66,7 @@ def _import_cli():  # type: ignore[no-untyped-def]
 
 def main() -> int:
     previous = {s: signal.signal(s, _on_signal) for s in _SIGNALS}
-    cli_main = _import_cli()
+    cli_main = _import_cli(sys.argv[1:])
     for s, handler in previous.items():
         signal.signal(s, handler)
     try:

@@ -7,18 +7,40 @@ the gym trainer on the CPU) and
 :mod:`rlkit.rlhf`, and :mod:`rlkit.cli`.
 """
 
-from rlkit.core.buffer import Batch, RolloutBuffer
-from rlkit.core.config import PPOConfig
-from rlkit.core.gae import GAEResult, compute_gae
-from rlkit.core.heads import CategoricalHead, DiagGaussianHead, make_head, register_head
-from rlkit.core.loss import LossOutput, clipped_surrogate, ppo_loss
-from rlkit.errors import (CheckpointError, ConfigError, EnvError, NonFiniteError, RlkitError,
-                          UnsupportedSpaceError)
-from rlkit.gym.agent import Agent, load_agent
-from rlkit.gym.config import PRESETS, TrainConfig, preset
-from rlkit.gym.population import MemberOutcome, resume_population, train_population
-from rlkit.gym.trainer import PPOTrainer, TrainResult, train
-from rlkit.variants import VariantGroups
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "rlkit.core.buffer": ("Batch", "RolloutBuffer"),
+    "rlkit.core.config": ("PPOConfig",),
+    "rlkit.core.gae": ("GAEResult", "compute_gae"),
+    "rlkit.core.heads": ("CategoricalHead", "DiagGaussianHead", "make_head", "register_head"),
+    "rlkit.core.loss": ("LossOutput", "clipped_surrogate", "ppo_loss"),
+    "rlkit.errors": ("CheckpointError", "ConfigError", "EnvError", "NonFiniteError", "RlkitError",
+                     "UnsupportedSpaceError"),
+    "rlkit.gym.agent": ("Agent", "load_agent"),
+    "rlkit.gym.config": ("PRESETS", "TrainConfig", "preset"),
+    "rlkit.gym.population": ("MemberOutcome", "resume_population", "train_population"),
+    "rlkit.gym.trainer": ("PPOTrainer", "TrainResult", "train"),
+    "rlkit.variants": ("VariantGroups",),
+}
+"""Each public name -> the module that defines it, imported on first use: ``import rlkit`` (and
+the ``rlkit`` command's help) does not start torch."""
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rlkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULE_OF])
+
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import logging
 import shlex
@@ -16,16 +15,11 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-import tyro
-
 from rlkit.cli_flags import (flags_given, refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
-                             resume_changes)
+                             refuse_unhonoured, resume_changes)
 from rlkit.core.config import deferred_validation
 from rlkit.errors import ConfigError, RlkitError
 from rlkit.io.signals import StopRequest, stop_on_signals
-
-TYRO_CONFIG = (tyro.conf.OmitArgPrefixes,)
-"""Flags stay flat (``--clip-coef``) although the PPO and variant fields are composed sub-configs."""
 
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
        rlkit eval RUN_DIR [--episodes N] [--seed S] [--max-steps N]
@@ -38,6 +32,9 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit records keep SWEEP_DIR RECORDS_DIR | rlkit records restore RECORDS_DIR SWEEP_DIR"""
 
 
+COMMANDS = ("train", "eval", "rlhf", "rm", "sweep", "report", "records")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with its errors as one-line :class:`ConfigError` (no usage block)."""
 
@@ -45,35 +42,9 @@ class Parser(argparse.ArgumentParser):
         raise ConfigError(f"{message} (see {self.prog} --help)")
 
 
-def _tyro_cli(cls: type, **kwargs: Any) -> Any:
-    """``tyro.cli`` with its error box turned into a one-line :class:`ConfigError` (``--help``
-    prints as tyro writes it)."""
-    captured = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(captured):
-            return tyro.cli(cls, **kwargs)
-    except SystemExit as exc:
-        if exc.code in (0, None):
-            sys.stderr.write(captured.getvalue())
-            raise
-        raise ConfigError(f"{_box_message(captured.getvalue())} (see {kwargs.get('prog', 'rlkit')} --help)") from None
-
-
-def _box_message(text: str) -> str:
-    """The message of a tyro error box: its first paragraph, on one line."""
-    words: list[str] = []
-    for line in text.splitlines():
-        inner = line.strip().strip("│").strip()
-        if line.strip().startswith(("╭", "╰")) or not inner:
-            continue
-        if set(inner) <= {"─"}:
-            break
-        words.append(inner)
-    return " ".join(words) or "invalid arguments"
-
-
 def _train(argv: list[str]) -> int:
-    from rlkit.gym.config import PRESETS, TrainConfig, preset
+    from rlkit.cli_tyro import parse_config
+    from rlkit.gym.config import TrainConfig, preset
 
     pre = Parser(prog="rlkit train", add_help=False, allow_abbrev=False)  # --seed is TrainConfig's, not --seeds
     pre.add_argument("--preset", nargs="+", action="extend", default=[])
@@ -81,20 +52,17 @@ def _train(argv: list[str]) -> int:
     pre.add_argument("--population", type=int, default=None)
     pre.add_argument("--resume", nargs="+", action="extend", default=None)
     known, rest = pre.parse_known_args(argv)
+    refuse_unhonoured(rest, TrainConfig)
     refuse_repeated_lists(rest, TrainConfig)
     many = known.seeds is not None or known.population is not None or len(known.resume or []) > 1
     if known.resume and not many:
         rest = [*rest, "--resume", known.resume[0]]
-    default = preset(*known.preset) if known.preset else TrainConfig()
-    description = ("Train PPO on a vectorized Gymnasium environment. --preset NAME [NAME ...] starts from "
-                   f"named presets applied in order ({', '.join(PRESETS)}), e.g. --preset mujoco hp3o; "
-                   "other flags override their fields. With --resume RUN_DIR the run continues with its own "
-                   "config; --total-steps extends it. --seeds S [S ...] (or --population K: seeds --seed.."
-                   "--seed+K-1) trains one run per seed as one population in this process; --resume DIR DIR ... "
-                   "continues a population.")
+    description = ("Train PPO on a vectorized Gymnasium environment. --resume DIR continues a run with its own config "
+                   "(--total-steps extends it); --resume DIR DIR ... continues a population.")
     with deferred_validation():
-        cfg = _tyro_cli(TrainConfig, default=default, args=rest, prog="rlkit train", description=description,
-                       config=TYRO_CONFIG)
+        default = preset(*known.preset) if known.preset else TrainConfig()
+        cfg = parse_config(TrainConfig, default, rest, "rlkit train", description, _train_flags(),
+                           hidden=frozenset({"hparams"}))  # set by a sweep or from Python; rlkit train adds its flags
     refuse_switched_off(cfg, rest)
     refuse_options_left_off(cfg, rest)
     cfg = cfg if known.resume else cfg.showing(flags_given(rest, TrainConfig))  # a resumed run keeps its hparams
@@ -118,6 +86,22 @@ def _train(argv: list[str]) -> int:
     print(f"eval return {result.eval_return_mean:.1f} +- {result.eval_return_std:.1f}; "
           f"TensorBoard logs: tensorboard --logdir {shlex.quote(result.run_dir)}", file=sys.stderr)
     return 0
+
+
+def _train_flags() -> dict[str, Any]:
+    """The flags rlkit train reads itself (before its config's), shown in its run group."""
+    from rlkit.cli_tyro import Flag, Flags
+    from rlkit.gym.config import ENV_PRESETS, PRESETS
+
+    variant_presets = [p for p in PRESETS if p not in ENV_PRESETS]
+    return {"run": Flags("Where the run goes and what it keeps (its folder, checkpoints, resume, progress bar), the "
+                         "presets it starts from and how many runs this command trains.", [
+        Flag("preset", tuple[str, ...], (), f"Named presets applied in order, then the other flags: at most one env "
+             f"preset ({', '.join(ENV_PRESETS)}) and variant presets ({', '.join(variant_presets)}), e.g. --preset "
+             "mujoco hp3o."),
+        Flag("seeds", tuple[int, ...], (), "Train one run per seed, all in this process as one population "
+             "(--seeds 1 2 --seeds 3: three runs), each in its own folder (RUN_NAME__s{seed} with --run-name)."),
+        Flag("population", int | None, None, "Train K runs with seeds --seed .. --seed+K-1 as one population.")])}
 
 
 def _train_population(cfg: Any, known: argparse.Namespace, rest: list[str]) -> int:
@@ -153,8 +137,8 @@ def _eval(argv: list[str]) -> int:
     parser = Parser(prog="rlkit eval", description="Evaluate a trained run's latest checkpoint with greedy actions; "
                     "prints one JSON line (eval_steps: the env steps the evaluation took; eval_seed: the first "
                     "episode's seed).")
-    parser.add_argument("run_dir")
-    parser.add_argument("--episodes", type=int, default=10)
+    parser.add_argument("run_dir", help="a run folder written by rlkit train (its newest checkpoint is evaluated)")
+    parser.add_argument("--episodes", type=int, default=10, help="episodes to run (default: 10)")
     parser.add_argument("--seed", type=int, default=10_000, help="seed of the first episode (episode i: seed + i)")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="cut each episode after this many steps (0: the env's time limit, else 10,000)")
@@ -189,14 +173,18 @@ def _rlhf(argv: list[str]) -> int:
     if argv[:1] == ["tiny-models"]:
         return _tiny_models(argv[1:])
     from rlkit.rlhf.config import RLHFConfig
-    from rlkit.rlhf.trainer import RLHFTrainer
 
+    refuse_unhonoured(argv, RLHFConfig)
     refuse_repeated_lists(argv, RLHFConfig)
+    from rlkit.cli_tyro import parse_config
+
     with deferred_validation():
-        cfg = _tyro_cli(RLHFConfig, args=argv, prog="rlkit rlhf", config=TYRO_CONFIG,
-                       description="RLHF with the PPO core on the token-level LLM environment.")
+        cfg = parse_config(RLHFConfig, RLHFConfig(), argv, "rlkit rlhf", "RLHF with the PPO core on the token-level LLM "
+                           "environment (rlkit rlhf tiny-models DIR writes a tiny policy and reward model to try it).")
     refuse_switched_off(cfg, argv)
     refuse_options_left_off(cfg, argv)
+    from rlkit.rlhf.trainer import RLHFTrainer
+
     if cfg.resume:
         trainer = RLHFTrainer(RLHFConfig(resume=cfg.resume), changes=resume_changes(cfg, argv))
     else:
@@ -206,12 +194,14 @@ def _rlhf(argv: list[str]) -> int:
 
 
 def _tiny_models(argv: list[str]) -> int:
-    from rlkit.rlhf.tiny import __doc__ as about, write_tiny_models
-
-    parser = Parser(prog="rlkit rlhf tiny-models", description=about.split("\n\n")[0].replace("\n", " "))
+    parser = Parser(prog="rlkit rlhf tiny-models", description="Write a tiny random policy (a 2-layer Llama over 16 "
+                    "words, built locally) and a reward model of the same shape, to try the RLHF commands: the random "
+                    "reward model makes rlkit rlhf run, not learn; rlkit rm train --backbone DIR/policy trains one.")
     parser.add_argument("dir", help="a new or empty folder: DIR/policy and DIR/reward-model are written there")
     parser.add_argument("--no-reward-model", action="store_true", help="write the policy only")
     args = parser.parse_args(argv)
+    from rlkit.rlhf.tiny import write_tiny_models
+
     print(json.dumps(write_tiny_models(args.dir, with_reward_model=not args.no_reward_model).to_json()))
     return 0
 
@@ -219,11 +209,14 @@ def _tiny_models(argv: list[str]) -> int:
 def _rm(argv: list[str]) -> int:
     if not argv or argv[0] != "train":
         raise ConfigError("usage: rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR")
-    from rlkit.rlhf.reward_model import RMConfig, train_reward_model
+    from rlkit.cli_tyro import parse_config
+    from rlkit.rlhf.config import RMConfig
 
     refuse_repeated_lists(argv[1:], RMConfig)
-    cfg = _tyro_cli(RMConfig, args=argv[1:], prog="rlkit rm train",
-                   description="Train a Bradley-Terry reward model on preference pairs.")
+    cfg = parse_config(RMConfig, RMConfig(), argv[1:], "rlkit rm train",
+                       "Train a Bradley-Terry reward model on preference pairs.")
+    from rlkit.rlhf.reward_model import train_reward_model
+
     print(json.dumps(train_reward_model(cfg).to_json()))
     return 0
 
@@ -231,10 +224,12 @@ def _rm(argv: list[str]) -> int:
 def _sweep(argv: list[str]) -> int:
     parser = Parser(prog="rlkit sweep", description="Run a sweep spec: variants x envs x seeds "
                                      "(resumable: the same command again finishes what is left).")
-    parser.add_argument("spec")
+    parser.add_argument("spec", help="the sweep's TOML file: variants, envs, seeds and the settings they share "
+                        "(docs/ablation.md)")
     parser.add_argument("--out", default=None, help="sweep directory (default: sweeps/<name>)")
     parser.add_argument("--workers", type=int, default=None, help="parallel runs (default: the cores)")
-    parser.add_argument("--backend", default="local", choices=["local", "ray"])
+    parser.add_argument("--backend", default="local", choices=["local", "ray"],
+                        help="local: worker processes on this machine; ray: Ray tasks (default: local)")
     parser.add_argument("--ray-address", default=None, help="a Ray cluster (default: a local Ray instance)")
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray: the GPU share each run asks for")
     parser.add_argument("--budget", default=None, choices=["smoke"], help="apply the spec's [smoke] table")
@@ -303,7 +298,8 @@ def _records(argv: list[str]) -> int:
     parser = Parser(prog="rlkit records", description="A sweep's finished runs as records (its manifest, each "
                     "finished run's result.json and status): keep copies them out of a sweep directory, restore "
                     "into one (rlkit sweep then runs only the rest). Nothing is overwritten.")
-    parser.add_argument("action", choices=["keep", "restore"])
+    parser.add_argument("action", choices=["keep", "restore"], help="keep: copy the records out of a sweep; "
+                        "restore: copy them into one")
     parser.add_argument("source", help="keep: the sweep directory; restore: the records directory")
     parser.add_argument("destination", help="keep: the records directory; restore: the sweep directory")
     args = parser.parse_args(argv)
@@ -314,18 +310,23 @@ def _records(argv: list[str]) -> int:
     return 0
 
 
+def _raised(exc: BaseException, module: str, name: str) -> bool:
+    """Whether ``exc`` is ``module.name`` (none is when that module is not imported: importing it here
+    would start what the command never needed, torch included)."""
+    found = sys.modules.get(module)
+    return found is not None and isinstance(exc, getattr(found, name))
+
+
 def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
-    from rlkit.ablation.sweep import SweepInterrupted
     from rlkit.io.signals import Interrupted
-    from rlkit.gym.population import PopulationInterrupted
 
     signum = getattr(exc, "signum", signal.SIGINT)
-    if isinstance(exc, SweepInterrupted):
+    if _raised(exc, "rlkit.ablation.sweep", "SweepInterrupted"):
         restart = "; a baseline in flight (SB3, sb3-contrib) keeps no checkpoint and starts again" * exc.baselines
         print(f"rlkit: interrupted; no further run started, the rlkit runs in flight checkpointed and stopped"
               f"{restart}; continue with: {exc.command}", file=sys.stderr)
         return 130
-    if isinstance(exc, PopulationInterrupted):
+    if _raised(exc, "rlkit.gym.population", "PopulationInterrupted"):
         for run_dir, error in exc.failed.items():
             print(f"rlkit: error: population member {run_dir} failed (not resumed): {error}", file=sys.stderr)
         dirs = " ".join(shlex.quote(str(d)) for d in exc.run_dirs)
@@ -356,10 +357,21 @@ def _usage(ok: bool) -> int:
     return 0 if ok else 2
 
 
+def needs_torch(argv: list[str]) -> bool:
+    """Whether the command line ``argv`` runs a command that imports torch (the ``rlkit`` entry point
+    imports it first, with signals held off: see rlkit_launch). None of these does: the usage, a
+    command's --help, ``rlkit sweep --dry-run``, ``rlkit records`` and ``rlkit report`` but for its
+    ``walltime`` tool (which trains each (variant, env) briefly to measure it)."""
+    if not argv or argv[0] not in COMMANDS or "-h" in argv or "--help" in argv:
+        return False
+    if argv[0] == "report":
+        return argv[1:2] == ["walltime"]
+    return not (argv[0] == "records" or argv[0] == "sweep" and "--dry-run" in argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"train": _train, "eval": _eval, "rlhf": _rlhf, "rm": _rm, "sweep": _sweep, "report": _report,
-                "records": _records}
+    commands = dict(zip(COMMANDS, (_train, _eval, _rlhf, _rm, _sweep, _report, _records)))
     logging.basicConfig(format="rlkit: %(message)s", level=logging.WARNING)
     if argv[:1] in (["-h"], ["--help"]) or not argv or argv[0] not in commands:
         return _usage(ok=argv[:1] in (["-h"], ["--help"]))

@@ -1,6 +1,7 @@
 """What the command line's flags must mean before a run starts: each flag named takes effect or is
-refused in one line (a list flag given twice, a variant switched off while its options stay set,
-a variant option named while its variant stays off), and a resume's changes are the flags given."""
+refused in one line (an option the trainer does not honour, a list flag given twice, a variant
+switched off while its options stay set, a variant option named while its variant stays off),
+and a resume's changes are the flags given."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import types
 import typing
 from typing import Any
 
-from rlkit.core.config import flat_field_names, leaf_hint
+from rlkit.core.composed import flat_field_names, leaf_hint, refused_fields
 from rlkit.errors import ConfigError
 
 
@@ -23,6 +24,18 @@ def flags_given(argv: list[str], cls: type) -> set[str]:
             if name in names:
                 given.add(name)
     return given
+
+
+def refuse_unhonoured(argv: list[str], cls: type) -> None:
+    """A flag of an option the command's trainer does not honour (``rlkit train --group-size 4``:
+    the group variant is the RLHF trainer's) is refused in one line saying why, rather than as an
+    unknown flag."""
+    refused = refused_fields(cls)
+    for token in argv:
+        name = token[2:].split("=", 1)[0].replace("-", "_") if token.startswith("--") else ""
+        name = name[3:] if name.startswith("no_") and name[3:] in refused else name
+        if name in refused:
+            raise ConfigError(f"{token.split('=', 1)[0]} is refused: {refused[name].reason}")
 
 
 def refuse_repeated_lists(argv: list[str], cls: type) -> None:

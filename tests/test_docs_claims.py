@@ -90,11 +90,35 @@ def test_the_documented_gym_scalars_are_the_logged_ones(trained):
     assert sorted(ticked(stated.group(1))) == sorted(events.Tags()["scalars"])
 
 
-def test_the_guide_names_every_preset_and_help_group():
+HELP_GROUPS = {"train": r"`rlkit train --help` groups the flags: the run's own, (.*?);",
+               "rlhf": r"`rlkit rlhf --help` has (.*?)\. A command"}
+
+
+def stated_groups(command: str) -> list[str]:
+    """The --help groups the guide states for ``command``, in its order (flags named beside them left out)."""
+    found = re.search(HELP_GROUPS[command], one_line(GUIDE))
+    assert found, f"docs/getting-started.md no longer states rlkit {command}'s --help groups"
+    return [g for g in ticked(found.group(1)) if not g.startswith("--")]
+
+
+def test_the_guide_names_every_preset():
     presets = re.search(r"applies named presets in order \((.*?)\) and other flags", one_line(GUIDE))
     assert presets and sorted(ticked(presets.group(1))) == sorted(PRESETS)
-    groups = re.search(r"`--help` groups the flags: the run's own, (.*?); setting any", one_line(GUIDE))
-    assert groups and ticked(groups.group(1)) == ["ppo options"] + [f"variants.{v}" for v in registered()]
+
+
+@pytest.mark.parametrize("command", sorted(HELP_GROUPS))
+def test_the_guide_names_every_help_group_of_each_command(capsys, command):
+    from tests.test_cli_help import groups
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    shown = [title.removesuffix(" options") for title in groups(capsys.readouterr().out) if title != "options"]
+    assert stated_groups(command) == shown
+
+
+def test_every_variant_is_in_the_guide_s_help_groups_of_some_command():
+    named = {g for command in HELP_GROUPS for g in stated_groups(command)}
+    assert {f"variants.{v.replace('_', '-')}" for v in registered()} <= named
 
 
 def test_docs_list_the_tables_columns():

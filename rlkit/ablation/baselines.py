@@ -29,9 +29,9 @@ import numpy as np
 
 from rlkit.core.loop import EVAL_SEED_OFFSET
 from rlkit.errors import ConfigError
-from rlkit.gym.agent import run_episodes
+from rlkit.gym.evaluation import run_episodes
 from rlkit.gym.envs import check_env_id
-from rlkit.gym.masking import env_mask
+from rlkit.gym.action_masks import env_mask
 from rlkit.gym.wrappers import make_kwargs, wrap
 from rlkit.io.files import write_json
 from rlkit.io.logger import Logger

@@ -25,7 +25,7 @@ def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwarg
     """Mean return of uniformly random actions (the 'random' end of min-max normalization), on the
     env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``,
     and among the allowed actions where the env masks them (as every agent on it acts)."""
-    from rlkit.gym.agent import run_episodes
+    from rlkit.gym.evaluation import run_episodes
     from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 
     env = make_env(env_id, env_kwargs, wrappers)

@@ -44,7 +44,7 @@ from typing import Any
 
 from rlkit.errors import ConfigError
 from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
-from rlkit.core.config import flat_field_names
+from rlkit.core.composed import flat_field_names
 
 BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo")
 """Reference implementations a variant may name (optional extra ``baselines``)."""

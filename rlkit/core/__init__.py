@@ -4,5 +4,3 @@ formula), with :mod:`~rlkit.core.heads` and :mod:`~rlkit.core.multi_heads` (acti
 :mod:`~rlkit.core.encoders` (observation spaces to vectors), :mod:`~rlkit.core.optim` (flat
 parameters, Adam), :mod:`~rlkit.core.normalization`, :mod:`~rlkit.core.config` (the shared PPO
 hyperparameters) and :mod:`~rlkit.core.loop` (the update loop both trainers use)."""
-
-from rlkit.core import multi_heads as _multi_heads  # noqa: E402,F401  (registers the MultiDiscrete and MultiBinary heads)

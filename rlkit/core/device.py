@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from rlkit.errors import ConfigError
+
+if TYPE_CHECKING:
+    import torch
 
 
 def torch_device(name: str) -> torch.device:
     """``auto`` is CUDA when present, else the CPU; any other name as torch reads it."""
+    import torch
+
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
@@ -16,8 +21,10 @@ def torch_device(name: str) -> torch.device:
 
 def check_device(name: str) -> None:
     """One-line :class:`ConfigError` for a device name torch cannot parse or this machine lacks."""
-    if name == "auto":
+    if name in ("auto", "cpu"):  # (a config names these without starting torch)
         return
+    import torch
+
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError):

@@ -13,6 +13,7 @@ is the head's own declaration (:attr:`PolicyHead.fused_kind`), never a type chec
 
 from __future__ import annotations
 
+import importlib
 import math
 from typing import Callable, ClassVar, Literal, NamedTuple, Protocol
 
@@ -351,3 +352,5 @@ def _box_head(space: gym.Space) -> PolicyHead:
 
 register_head(gym.spaces.Discrete, lambda space: CategoricalHead(int(space.n), int(space.start)))
 register_head(gym.spaces.Box, _box_head)
+
+importlib.import_module("rlkit.core.multi_heads")  # registers the MultiDiscrete and MultiBinary heads

@@ -18,6 +18,7 @@ from typing import Any, Mapping, NamedTuple, Protocol
 
 from tqdm import tqdm
 
+from rlkit.core.config import checkpoint_cadence
 from rlkit.core.learner import Learner, Progress
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.files import write_json
@@ -80,11 +81,7 @@ class Schedule:
             return self.learning_rate
         return self.learning_rate * (1.0 - updates_done / self.num_updates)
 
-    @staticmethod
-    def checkpoint_cadence(checkpoint_every: int, steps_per_update: int) -> int:
-        """Updates between checkpoints for ``checkpoint_every`` environment steps (0: none), when an
-        update takes at most ``steps_per_update`` steps (the rollout's ``num_envs x steps``)."""
-        return max(1, checkpoint_every // steps_per_update) if checkpoint_every else 0
+    checkpoint_cadence = staticmethod(checkpoint_cadence)
 
     def checkpoint_due(self, updates_done: int) -> bool:
         return bool(self.checkpoint_every) and (updates_done % self.checkpoint_every == 0

@@ -8,9 +8,10 @@ same way without knowing what it is.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Sequence
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 class PartState(NamedTuple):

@@ -1,9 +1,10 @@
 """Frozen run configuration for PPO on Gymnasium environments, and its presets.
 
-Every field's docstring is the ``--help`` text of ``rlkit train`` (tyro reads them). The PPO
+Every field's docstring is the ``--help`` text of ``rlkit train`` (tyro reads them). Related
+fields form groups (the environment, the run, evaluation, compute), composed in with the PPO
 hyperparameters (:class:`rlkit.core.config.PPOConfig`) and the variants' options groups
-(:data:`rlkit.variants.VariantGroups`) are composed in, and read, override and serialize as
-flat fields (``cfg.clip_coef``, ``--clip-coef``, ``replace(clip_coef=...)``).
+(:data:`rlkit.variants.VariantGroups`); ``--help`` shows each as a group, and all of them read,
+override and serialize as flat fields (``cfg.clip_coef``, ``--clip-coef``, ``replace(clip_coef=...)``).
 Validation raises :class:`rlkit.errors.ConfigError`, a one-line error.
 """
 
@@ -13,15 +14,94 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Literal
 
-from rlkit.core.config import (NOT_SHOWN, ComposedConfig, PPOConfig, deferred_validation, flat_field_names,
-                               flat_init, require_minibatches, require_positive_int, require_resume_path)
-from rlkit.core.loop import Schedule
+from rlkit.core.composed import NOT_SHOWN, ComposedConfig, flat_field_names, flat_init
+from rlkit.core.config import (PPOConfig, checkpoint_cadence, config_group, deferred_validation, require_minibatches,
+                               require_positive_int, require_resume_path)
 from rlkit.errors import ConfigError
-from rlkit.gym.envs import check_backend
-from rlkit.gym.wrappers import check_wrappers
 from rlkit.variants import VariantGroups, variant_presets
 
-__all__ = ["ConfigError", "PRESETS", "TrainConfig", "deferred_validation", "preset"]
+__all__ = ["ComputeOptions", "ConfigError", "EnvOptions", "EvalOptions", "PRESETS", "RunOptions", "TrainConfig",
+           "deferred_validation", "preset"]
+
+
+@config_group
+class EnvOptions:
+    """The environment: its id, gymnasium.make's arguments, wrappers and normalization (all kept
+    with the run, so --resume and rlkit eval make the same env)."""
+
+    env: str = "CartPole-v1"
+    """Gymnasium environment id."""
+    env_kwargs: str = ""
+    """Keyword arguments for gymnasium.make as a JSON object, e.g. '{"is_slippery": false}'."""
+    env_wrappers: str = ""
+    """Wrapper stack on every env of the run ('' none; 'atari': no-op starts, frame skip 4, 84x84 gray,
+    4 stacked frames, training per life on sign-clipped rewards, evaluation on the game score;
+    'minigrid': the 7x7 view flattened for an MLP, mission dropped)."""
+    norm_obs: bool = False
+    """Normalize observations with running statistics (clipped to +-10), saved in checkpoints."""
+    norm_reward: bool = False
+    """Scale rewards by the running std of the discounted return (clipped to +-10)."""
+
+
+@config_group
+class RunOptions:
+    """Where the run goes and what it keeps: its folder, checkpoints, resume, progress bar."""
+
+    logdir: str = "runs"
+    """Directory under which each run gets its own folder."""
+    run_name: str | None = None
+    """Run folder name (default: {env}__{variant}__s{seed}__{timestamp}, the timestamp as
+    YYYYmmdd-HHMMSS; -2, -3, ... appended when that folder exists)."""
+    resume: str | None = None
+    """Run directory (or checkpoint directory) to continue from, with its own config; --total-steps
+    extends it."""
+    checkpoint_every: int = 50_000
+    """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
+    hparams: tuple[str, ...] = ()
+    """Config fields TensorBoard's HPARAMS tab shows for the run, after its variant (the full config is
+    in its text table and config.json). Empty: its key settings: env, seed, total_steps, learning_rate,
+    num_envs, num_steps, its variant's options and every field set away from its default. rlkit train
+    sets it to those plus the fields named on its command line; a sweep names env, seed and what
+    differs within it."""
+    progress: bool = True
+    """Show a progress bar when stderr is a terminal."""
+
+
+@config_group
+class EvalOptions:
+    """Deterministic evaluation at the end of training and, optionally, during it."""
+
+    eval_episodes: int = 10
+    """Episodes of deterministic evaluation at the end of training (0: skip, returns NaN)."""
+    eval_every: int = 0
+    """Also evaluate (eval_episodes deterministic episodes) every this many env steps during training,
+    logged as eval/return_mean (0: only at the end). Outside the timed span; training is unaffected."""
+    eval_max_steps: int = 0
+    """Cut each evaluation episode after this many steps (0: the env's own time limit, else 10,000);
+    cut episodes are counted in eval/capped_episodes."""
+
+
+@config_group
+class ComputeOptions:
+    """Where the update runs and how the sub-environments step (the numbers stay those of the
+    config; plain and fast kernels agree within rounding)."""
+
+    device: str = "auto"
+    """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
+    torch_threads: int = 1
+    """Torch intra-op threads (1 is fastest beside env workers on small machines)."""
+    kernels: Literal["auto", "plain", "fast"] = "auto"
+    """Kernels: plain (the loss formula with autograd, torch's Adam, the MLP modules), fast (fused
+    loss node, direct fused-Adam step and the fused actor-critic MLP; the same numbers within
+    rounding) or auto (fast on the CPU, plain on other devices)."""
+    async_envs: bool = False
+    """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process; in a population
+    of two or more, the last K - K // 2 members' envs step in one worker process beside the trainer."""
+    env_backend: Literal["gymnasium", "vector", "envpool"] = "gymnasium"
+    """How sub-environments step: gymnasium (one env object each, in turn or with --async-envs in
+    workers), vector (the env's own vectorized implementation, all in one numpy step: CartPole) or
+    envpool (EnvPool's C++ envs of the same id; ALE ids with --env-wrappers atari). Evaluation
+    always runs Gymnasium's env."""
 
 
 @flat_init
@@ -31,15 +111,6 @@ class TrainConfig(ComposedConfig):
 
     KEY_HPARAMS: ClassVar[tuple[str, ...]] = ("env", "seed", "total_steps", "learning_rate", "num_envs", "num_steps")
 
-    env: str = "CartPole-v1"
-    """Gymnasium environment id."""
-    env_kwargs: str = ""
-    """Keyword arguments for gymnasium.make as a JSON object, e.g. '{"is_slippery": false}'; kept with the
-    run, so --resume and rlkit eval make the same env."""
-    env_wrappers: str = ""
-    """Wrapper stack on every env of the run ('' none; 'atari': no-op starts, frame skip 4, 84x84 gray,
-    4 stacked frames, training per life on sign-clipped rewards, evaluation on the game score;
-    'minigrid': the 7x7 view flattened for an MLP, mission dropped); kept with the run."""
     seed: int = 1
     """Seed for torch, numpy and the environments; equal seeds give bit-identical runs on CPU."""
     total_steps: int = 500_000
@@ -48,52 +119,16 @@ class TrainConfig(ComposedConfig):
     """Number of parallel sub-environments."""
     num_steps: int = 128
     """Rollout length per sub-environment between updates."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer sizes of the separate actor and critic MLPs (tanh)."""
+    environment: EnvOptions = field(default_factory=EnvOptions)
+    run: RunOptions = field(default_factory=RunOptions)
+    evaluation: EvalOptions = field(default_factory=EvalOptions)
+    compute: ComputeOptions = field(default_factory=ComputeOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """PPO update hyperparameters."""
     variants: VariantGroups = field(default_factory=VariantGroups)
     """Research variants, one options group each (Outer-PPO, HP3O, ...); all off by default."""
-    norm_obs: bool = False
-    """Normalize observations with running statistics (clipped to +-10), saved in checkpoints."""
-    norm_reward: bool = False
-    """Scale rewards by the running std of the discounted return (clipped to +-10)."""
-    async_envs: bool = False
-    """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process; in a population
-    of two or more, the last K - K // 2 members' envs step in one worker process beside the trainer."""
-    env_backend: Literal["gymnasium", "vector", "envpool"] = "gymnasium"
-    """How sub-environments step: gymnasium (one env object each, in turn or with --async-envs in
-    workers), vector (the env's own vectorized implementation, all in one numpy step: CartPole) or
-    envpool (EnvPool's C++ envs of the same id; ALE ids with --env-wrappers atari). Evaluation
-    always runs Gymnasium's env."""
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """Hidden layer sizes of the separate actor and critic MLPs (tanh)."""
-    logdir: str = "runs"
-    """Directory under which each run gets its own folder."""
-    run_name: str | None = None
-    """Run folder name (default: {env}__{variant}__s{seed}__{timestamp}, the timestamp as
-    YYYYmmdd-HHMMSS; -2, -3, ... appended when that folder exists)."""
-    resume: str | None = None
-    """Run directory (or checkpoint directory) to continue from."""
-    hparams: tuple[str, ...] = ()
-    """Config fields TensorBoard's HPARAMS tab shows for the run, after its variant (the full config is
-    in its text table and config.json). Empty: its key settings: env, seed, total_steps, learning_rate,
-    num_envs, num_steps, its variant's options and every field set away from its default (rlkit train
-    adds the fields named on its command line). A sweep names env, seed and what differs within it."""
-    checkpoint_every: int = 50_000
-    """Write a checkpoint every this many environment steps (rounded to whole updates) and at the end."""
-    eval_episodes: int = 10
-    """Episodes of deterministic evaluation at the end of training (0: skip, returns NaN)."""
-    eval_every: int = 0
-    """Also evaluate (eval_episodes deterministic episodes) every this many env steps during training,
-    logged as eval/return_mean (0: only at the end). Outside the timed span; training is unaffected."""
-    eval_max_steps: int = 0
-    """Cut each evaluation episode after this many steps (0: the env's own time limit, else 10,000);
-    cut episodes are counted in eval/capped_episodes."""
-    device: str = "auto"
-    """Torch device for the update: auto (cuda when present), cpu or cuda[:i]."""
-    torch_threads: int = 1
-    """Torch intra-op threads (1 is fastest beside env workers on small machines)."""
-    progress: bool = True
-    """Show a progress bar when stderr is a terminal."""
 
     def validate_own(self) -> None:
         for name in ("total_steps", "num_envs", "num_steps", "checkpoint_every", "torch_threads"):
@@ -107,11 +142,14 @@ class TrainConfig(ComposedConfig):
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not any(v.replaces_batch for v in self.variants.enabled()):
             require_minibatches(self.batch_size, self.num_minibatches, self.norm_adv, "num_envs*num_steps")
-        self.variants.require_supported("gym", self)
+        self.variants.check(self)
         if self.total_steps < self.batch_size:
             raise ConfigError(f"total_steps={self.total_steps} is smaller than one rollout "
                               f"({self.batch_size} steps)")
         self.env_options  # a one-line ConfigError unless a JSON object
+        from rlkit.gym.envs import check_backend  # (Gymnasium is imported once a config is checked, not to read one)
+        from rlkit.gym.wrappers import check_wrappers
+
         check_wrappers(self.env_wrappers)
         check_backend(self.env_backend, self.async_envs, self.env_wrappers)
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
@@ -144,7 +182,7 @@ class TrainConfig(ComposedConfig):
     @property
     def checkpoint_every_updates(self) -> int:
         """Updates between checkpoints (``checkpoint_every`` env steps, at least one update)."""
-        return Schedule.checkpoint_cadence(self.checkpoint_every, self.batch_size)
+        return checkpoint_cadence(self.checkpoint_every, self.batch_size)
 
 
 def parse_env_kwargs(text: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import numpy as np
 from rlkit.errors import ConfigError, EnvError
 from rlkit.errors import one_line as _one_line
 from rlkit.gym.backends import make_envpool_backend, make_vector_backend
-from rlkit.gym.masking import has_action_masks
+from rlkit.gym.action_masks import has_action_masks
 from rlkit.gym.vector import SameStepEnvs
 from rlkit.gym.wrappers import check_wrappers, make_kwargs, wrap
 from rlkit.io.process import die_with_owner

@@ -42,7 +42,7 @@ from rlkit.io.logger import Logger
 from rlkit.io.run import open_run_dir, timestamp, write_result
 from rlkit.io.signals import Interrupted
 from rlkit.io.threads import blas_threads, seed_and_threads
-from rlkit.variants import build_learner
+from rlkit.variants.plugged import build_learner
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o_episodes import HybridBatches
 

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from rlkit.gym.masking import env_mask
+from rlkit.gym.action_masks import env_mask
 
 
 class SameStepEnvs(gym.vector.VectorEnv):

@@ -15,13 +15,13 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterator, Mapping
-
-import torch
-from safetensors.torch import load_file, save_file
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
 from rlkit.io.files import is_partial, read_json, write_json
+
+if TYPE_CHECKING:  # torch starts where tensors are read or written, not where checkpoints are only looked at
+    import torch
 
 log = logging.getLogger("rlkit")
 
@@ -30,6 +30,20 @@ EXACT = "resumes_exactly"
 """``state.json`` key, False on a checkpoint whose continuation is not the uninterrupted run's (a
 Gymnasium run stopped by a signal between two scheduled checkpoints: its envs were mid-episode).
 A resume that promises the same numbers starts from the newest checkpoint without it."""
+
+
+def save_file(tensors: dict[str, torch.Tensor], path: str) -> None:
+    """safetensors' ``save_file``, imported at the first write (looking at checkpoints starts no torch)."""
+    from safetensors.torch import save_file as write
+
+    write(tensors, path)
+
+
+def load_file(path: str) -> dict[str, torch.Tensor]:
+    """safetensors' ``load_file``, imported at the first read."""
+    from safetensors.torch import load_file as read
+
+    return read(path)
 
 
 def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Tensor], state: dict[str, Any],
@@ -333,6 +347,8 @@ def restore_weights(module: torch.nn.Module, tensors: Mapping[str, torch.Tensor]
     """Copy ``tensors`` into ``module``'s parameters and buffers in place (views into them stay
     valid); a missing key, another dtype or shape, or a non-finite weight is a ``ValueError``
     naming it (inside :func:`restoring`, a one-line :class:`CheckpointError`)."""
+    import torch
+
     with torch.no_grad():
         for k, v in module.state_dict().items():
             if k not in tensors:

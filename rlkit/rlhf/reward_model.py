@@ -10,73 +10,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn.functional as F
 
 import numpy as np
 
-from rlkit.core.config import require_seed
-from rlkit.core.device import check_device, torch_device
+from rlkit.core.device import torch_device
 from rlkit.errors import ConfigError, LLMEnvError, OutputError, one_line
 from rlkit.io.files import check_writable, read_lines, write_json
 from rlkit.io.progress import progress_bar
+from rlkit.rlhf.config import RMConfig
 from rlkit.rlhf.models import load_model, load_tokenizer, quiet_transformers
 from rlkit.rlhf.score_norm import ScoreNormalization
-
-
-@dataclass(frozen=True)
-class RMConfig:
-    """Train a reward model on preference pairs (Bradley-Terry)."""
-
-    backbone: str = ""
-    """Sequence-classification backbone: hub name in the local cache or a local path (one label is used)."""
-    data: str = ""
-    """JSONL preference file with prompt, chosen and rejected fields."""
-    output: str = "runs/reward_model"
-    """Directory for the trained model (safetensors) and tokenizer."""
-    epochs: int = 2
-    """Passes over the training pairs."""
-    batch_size: int = 8
-    """Pairs per step."""
-    learning_rate: float = 2e-5
-    """AdamW learning rate."""
-    pooling: Literal["last", "mean"] = "last"
-    """Score the last token's hidden state (transformers' convention) or the mean over tokens;
-    saved in the model's config (``rlkit_pooling``) so scorers use the same."""
-    train_backbone: bool = True
-    """Fine-tune the whole model; off trains only the score head on frozen last-token features
-    (a linear Bradley-Terry probe: far cheaper on a CPU)."""
-    eval_fraction: float = 0.2
-    """Share of pairs held out for pairwise accuracy."""
-    max_length: int = 256
-    """Truncate prompt + response to this many tokens."""
-    seed: int = 1
-    """Seed for the split, the order and the head's initialization."""
-    device: str = "auto"
-    """Torch device: auto, cpu or cuda[:i]."""
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    """Model dtype."""
-    torch_threads: int = 2
-    """Torch intra-op threads."""
-    progress: bool = True
-    """Show a progress bar (batches, loss) when stderr is a terminal."""
-
-    def __post_init__(self) -> None:
-        require_seed(self.seed)
-        check_device(self.device)
-        for name in ("epochs", "batch_size", "max_length", "torch_threads"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
-        if not 0 < self.eval_fraction < 1:
-            raise ConfigError(f"eval_fraction must lie in (0, 1), got {self.eval_fraction}")
-        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
 
 
 @dataclass

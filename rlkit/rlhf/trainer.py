@@ -41,7 +41,7 @@ from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
 from rlkit.rlhf.policy import LMActorCritic, token_log_probs
 from rlkit.rlhf.reward_model import RewardModelScorer
 from rlkit.rlhf.token_grid import FreshGrid, LMRollout, SequenceMinibatch, TokenGrid, left_pad, sequence_minibatches
-from rlkit.variants import build_learner
+from rlkit.variants.plugged import build_learner
 from rlkit_envs.token_env import TokenEnv
 
 ExtraMetrics = Callable[[list[str], list[str]], dict[str, float]]

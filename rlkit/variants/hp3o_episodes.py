@@ -204,7 +204,7 @@ def build_hybrid_batches(trajs: list[Trajectory], gamma: float, lam: float, samp
 class EpisodeAdapter:
     """HP3O's adapter for Gymnasium episodes (:class:`rlkit.variants.hp3o.TrajectoryAdapter`):
     trajectories stitched from a :class:`RolloutBuffer`, hybrid batches with GAE per trajectory,
-    HP3O+ baselines and replay diagnostics. ``options`` is :class:`rlkit.variants.hp3o.HP3OOptions`."""
+    HP3O+ baselines and replay diagnostics. ``options`` is :class:`rlkit.variants.hp3o_options.HP3OOptions`."""
 
     record_type = Trajectory
 

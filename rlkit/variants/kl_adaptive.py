@@ -6,7 +6,8 @@ current ``beta``; after it, with ``d`` the update's mean KL (``losses/kl``: the 
 KL[pi_behaviour, pi] averaged over the last epoch's minibatches), ``beta`` is halved if
 ``d < d_targ / 1.5`` and doubled if ``d > d_targ * 1.5`` (an update hook reading the update's
 statistics). ``beta`` is part of the run's checkpoints, so a resumed run continues with the
-coefficient it had. Logged: ``kl_adaptive/beta``, the coefficient the update used.
+coefficient it had. Logged: ``kl_adaptive/beta``, the coefficient the update used. The options,
+run label, checks and registration are :mod:`rlkit.variants.kl_adaptive_options`.
 """
 
 from __future__ import annotations
@@ -15,27 +16,9 @@ import math
 from typing import Mapping
 
 from rlkit.variants.base import UpdateHook, VariantState
-from rlkit.variants.kl_fixed import KLPenalty, kl_penalty, refuse_replayed_batches, require_coefficient
-from rlkit.variants.registry import Plug, PlugContext, Variant, register_variant, variant_options
-
-
-@variant_options
-class KLAdaptiveOptions:
-    """Adaptive KL penalty (Schulman et al. 2017, §4): flags --kl-adaptive, --kl-dtarg,
-    --kl-beta-init; any of them turns it on."""
-
-    kl_adaptive: bool = False
-    """Replace the clipped surrogate by mean(r * A - beta * KL[pi_old, pi]), beta adapted after every
-    update to keep the KL near --kl-dtarg (categorical and Gaussian policies)."""
-    kl_dtarg: float = 0.01
-    """The target KL d_targ (> 0): beta halves when the update's mean KL is below d_targ / 1.5 and
-    doubles when it is above d_targ * 1.5 (not --target-kl, the early stop any objective may use)."""
-    kl_beta_init: float = 1.0
-    """The coefficient beta of the first update (> 0)."""
-
-    def validate(self) -> None:
-        require_coefficient(self.kl_dtarg, "kl_dtarg (d_targ)", allow_zero=False)
-        require_coefficient(self.kl_beta_init, "kl_beta_init (beta)", allow_zero=False)
+from rlkit.variants.kl_adaptive_options import KLAdaptiveOptions
+from rlkit.variants.kl_fixed import KLPenalty, kl_penalty
+from rlkit.variants.registry import Plug, PlugContext
 
 
 def adapted(beta: float, kl: float, target: float) -> float:
@@ -76,14 +59,4 @@ def build(options: KLAdaptiveOptions, ctx: PlugContext) -> Plug:
     return Plug(hooks=(AdaptiveBeta(objective, options.kl_dtarg),), objective=objective)
 
 
-def label(o: KLAdaptiveOptions) -> str:
-    """``kladapt-d0.01``, ``kladapt-d0.003-b3`` (a first beta other than 1)."""
-    return f"kladapt-d{o.kl_dtarg:g}" + (f"-b{o.kl_beta_init:g}" if o.kl_beta_init != 1 else "")
-
-
-PRESETS = {"ppo-paper-kladapt": dict(kl_adaptive=True, kl_dtarg=0.01)}
-"""Table 1's best adaptive-KL row, d_targ = 0.01 (stack it on an env preset)."""
-
-register_variant(Variant("kl_adaptive", KLAdaptiveOptions, label, builders={"gym": build},
-                         checks={"gym": lambda o, cfg: refuse_replayed_batches("kl_adaptive", cfg)},
-                         replaces_objective=True, presets=PRESETS))
+__all__ = ["AdaptiveBeta", "KLAdaptiveOptions", "adapted", "build"]

@@ -9,13 +9,13 @@ first epoch over the update's batch, so the KL is 0 where the policy has not mov
 loss and the entropy bonus stay the core's (with ``--clip-vloss`` the value loss is still clipped
 to ``--clip-coef``). Logged: ``losses/kl``, the mean analytic KL over the last epoch's
 minibatches. A batch source that trains on other data than the latest rollout (HP3O) has no
-behaviour distribution to compare with and is refused in one line.
+behaviour distribution to compare with and is refused in one line. The options, run label,
+checks and registration are :mod:`rlkit.variants.kl_fixed_options`.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 
@@ -23,30 +23,9 @@ from rlkit.core.config import PPOConfig
 from rlkit.core.heads import PolicyHead, offers_kl
 from rlkit.core.objective import ObjectiveInputs, ObjectiveTerms, objective_terms, whitened
 from rlkit.errors import ConfigError
+from rlkit.variants.kl_fixed_options import KLFixedOptions
 from rlkit.variants.no_clip import surrogate
-from rlkit.variants.registry import Plug, PlugContext, Variant, register_variant, variant_options
-
-
-@variant_options
-class KLFixedOptions:
-    """Fixed KL penalty (Schulman et al. 2017, §4): flags --kl-fixed, --kl-beta; either turns it on."""
-
-    kl_fixed: bool = False
-    """Replace the clipped surrogate by mean(r * A - beta * KL[pi_old, pi]) with a fixed beta (the
-    analytic KL per state; categorical and Gaussian policies)."""
-    kl_beta: float = 1.0
-    """The KL penalty coefficient beta (>= 0)."""
-
-    def validate(self) -> None:
-        require_coefficient(self.kl_beta, "kl_beta (beta)", allow_zero=True)
-
-
-def require_coefficient(value: object, what: str, allow_zero: bool) -> None:
-    """One-line :class:`ConfigError` unless ``value`` is a finite number > 0 (>= 0 with ``allow_zero``)."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        raise ConfigError(f"{what} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+from rlkit.variants.registry import Plug, PlugContext
 
 
 def penalized_terms(inputs: ObjectiveInputs, hp: PPOConfig, head: PolicyHead, beta: float | torch.Tensor,
@@ -101,22 +80,8 @@ def kl_penalty(name: str, ctx: PlugContext, beta: float) -> KLPenalty:
     return KLPenalty(name, head, beta)  # type: ignore[arg-type]
 
 
-def refuse_replayed_batches(name: str, cfg: Any) -> None:
-    """One line when another enabled variant chooses the batches (HP3O's replayed trajectories):
-    their behaviour policies' distributions are not kept."""
-    sources = [v.name for v in cfg.variants.enabled() if v.replaces_batch]
-    if sources:
-        raise ConfigError(f"variant {name} penalizes the KL to the policy that collected the latest rollout; "
-                          f"variant {sources[0]} trains on other data, so the two cannot be combined; use one")
-
-
 def build(options: KLFixedOptions, ctx: PlugContext) -> Plug:
     return Plug(objective=kl_penalty("kl_fixed", ctx, options.kl_beta))
 
 
-PRESETS = {"ppo-paper-klfix": dict(kl_fixed=True, kl_beta=3.0)}
-"""Table 1's best fixed-KL row, beta = 3 (stack it on an env preset)."""
-
-register_variant(Variant("kl_fixed", KLFixedOptions, lambda o: f"klfix-b{o.kl_beta:g}", builders={"gym": build},
-                         checks={"gym": lambda o, cfg: refuse_replayed_batches("kl_fixed", cfg)},
-                         replaces_objective=True, presets=PRESETS))
+__all__ = ["KLFixedOptions", "KLPenalty", "MembersKLPenalty", "build", "kl_penalty", "penalized_terms"]

@@ -1,7 +1,7 @@
 """The one reader of a run to resume (:func:`read_run`), and every rule that reads a stored
 record in the form the trainers use.
 
-Configs are flat JSON records (:func:`rlkit.core.config.composed_to_dict`): a field a record
+Configs are flat JSON records (:func:`rlkit.core.composed.composed_to_dict`): a field a record
 lacks reads as its default, so a rule is needed only where a record without the field was
 trained otherwise than that default (:func:`migrate_config`: ``hp3o_sampling``,
 ``outer_grad_from``), and a run continues as it started. Checkpoints are read in two forms of
@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-import torch
-
-from rlkit.core.config import flat_field_names
+from rlkit.core.composed import flat_field_names, refused_fields
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.io.checkpoint import (find_resume_point, load_checkpoint, newest_config, refuse_changes, require_state,
                                  run_dir_of)
 from rlkit.io.files import read_json
+from rlkit.variants.containers import variant_groups
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("rlkit")
 C = TypeVar("C")
@@ -189,8 +191,10 @@ and without ``outer_grad_from`` (the option's default is the biased starting poi
 
 def migrate_config(record: dict[str, Any], trainer: str) -> dict[str, Any]:
     """A stored flat config of a ``gym`` or ``rlhf`` run as the config's fields read it (the record
-    itself is left unchanged)."""
-    out = dict(record)
+    itself is left unchanged): without the options the trainer does not honour where they hold
+    their defaults (a record written with every variant's options)."""
+    refused = refused_fields(variant_groups(trainer))
+    out = {k: v for k, v in record.items() if k not in refused or v != refused[k].default}
     if trainer == "gym" and out.get("hp3o") and "hp3o_sampling" not in out:
         out["hp3o_sampling"] = SAMPLING_WHEN_UNRECORDED
     if out.get("outer_bias") and "outer_grad_from" not in out:

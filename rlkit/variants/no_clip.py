@@ -5,7 +5,8 @@ The policy loss is ``-mean(r * A)`` with ``r = pi(a|s) / pi_behaviour(a|s)`` and
 advantages as the core whitens them (``--norm-adv``); the value loss and the entropy bonus stay
 the core's (:func:`rlkit.core.objective.objective_terms`: with ``--clip-vloss`` the value loss is
 still clipped to ``--clip-coef``). ``losses/clipfrac`` keeps measuring how often the ratio leaves
-``[1 - eps, 1 + eps]``, though nothing is clipped.
+``[1 - eps, 1 + eps]``, though nothing is clipped. The option, run label and registration are
+:mod:`rlkit.variants.no_clip_options`.
 """
 
 from __future__ import annotations
@@ -14,18 +15,8 @@ import torch
 
 from rlkit.core.config import PPOConfig
 from rlkit.core.objective import ObjectiveInputs, ObjectiveTerms, objective_terms, whitened
-from rlkit.variants.registry import Plug, PlugContext, Variant, register_variant, variant_options
-
-
-@variant_options
-class NoClipOptions:
-    """PPO's surrogate without clipping or penalty (Schulman et al. 2017, Table 1): flag --unclipped."""
-
-    unclipped: bool = False
-    """Train on the plain surrogate mean(r * A): no clipping of the ratio and no KL penalty (the
-    value loss and entropy bonus stay as configured)."""
-    turn_on = "--unclipped"
-    """What turns the variant on (a class attribute, not an option)."""
+from rlkit.variants.no_clip_options import NoClipOptions
+from rlkit.variants.registry import Plug, PlugContext
 
 
 def surrogate(log_ratio: torch.Tensor, advantages: torch.Tensor, dim: int | None = None) -> torch.Tensor:
@@ -51,8 +42,4 @@ def build(options: NoClipOptions, ctx: PlugContext) -> Plug:
     return Plug(objective=PlainSurrogate())
 
 
-PRESETS = {"ppo-paper-noclip": dict(unclipped=True)}
-"""Table 1's "No clipping or penalty" row (stack it on an env preset)."""
-
-register_variant(Variant("no_clip", NoClipOptions, lambda o: "noclip", builders={"gym": build, "rlhf": build},
-                         replaces_objective=True, presets=PRESETS))
+__all__ = ["NoClipOptions", "PlainSurrogate", "build", "surrogate"]

@@ -1,16 +1,18 @@
-"""The variant registry: what a variant declares, and the options container trainers' configs hold.
+"""The variant registry: what a variant declares, and which trainer honours which of its options.
 
 A variant is one module that calls :func:`register_variant` with a :class:`Variant`: its options
 (a frozen dataclass whose documented fields are its ``--help`` group and flat flags), its short
-run label, and a builder per trainer it supports. The trainers build their update hooks and
-batch source from here (:meth:`VariantGroups.build`) and refuse, in one line, a variant or an
-option they do not honour (:meth:`VariantGroups.require_supported`); no trainer names a variant.
+run label, and a builder per trainer it supports (a function, or ``"module:function"`` imported
+when a run is built, so the options and ``--help`` never import what the variant runs). What a
+trainer honours is declared here once (:meth:`Variant.honours`: the trainers it builds for,
+less the options it declares ``unsupported`` there); each trainer's options container
+(:mod:`rlkit.variants.containers`) holds exactly that, so ``--help`` lists it and nothing else.
 
-The options container (:data:`VariantGroups`) has one group per registered variant, built once
-when :mod:`rlkit.variants` is imported: the built-in variants, then every module named by the
-``rlkit.variants`` entry-point group or the ``RLKIT_VARIANTS`` environment variable (comma-
-separated module names or paths of ``.py`` files). A group left at its defaults is off; setting
-any of its options turns the variant on (each options class says so in its ``enabled`` property).
+The containers are built once when :mod:`rlkit.variants` is imported: the built-in variants,
+then every module named by the ``rlkit.variants`` entry-point group or the ``RLKIT_VARIANTS``
+environment variable (comma-separated module names or paths of ``.py`` files). A group left at
+its defaults is off; setting any of its options turns the variant on (each options class says so
+in its ``enabled`` property).
 """
 
 from __future__ import annotations
@@ -24,18 +26,19 @@ import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Union
 
-import numpy as np
-import torch
-from torch import nn
-
-from rlkit.core.config import (PPOConfig, composed_getattr, composed_replace, flat_init, require_field_types,
-                               validation_enabled)
-from rlkit.core.objective import Objective
-from rlkit.core.optim import FlatParameters
+from rlkit.core.config import PPOConfig, require_field_types, validation_enabled
 from rlkit.errors import ConfigError
-from rlkit.variants.base import BatchSource, UpdateHook
+
+if TYPE_CHECKING:  # what a run hands its variants; registering one imports none of it
+    import numpy as np
+    import torch
+    from torch import nn
+
+    from rlkit.core.objective import Objective
+    from rlkit.core.optim import FlatParameters
+    from rlkit.variants.base import BatchSource, UpdateHook
 
 TRAINERS = {"gym": "Gymnasium", "rlhf": "RLHF"}
 """The trainer kinds a variant may build for (Gymnasium envs, the token-level LLM env) and their names."""
@@ -107,7 +110,9 @@ class Plug:
     the variant declares ``replaces_objective``."""
 
 
-Builder = Callable[[Any, PlugContext], Plug]
+Builder = Union[Callable[[Any, PlugContext], Plug], str]
+"""What a variant adds to one trainer: ``build(options, ctx) -> Plug``, or the ``"module:function"``
+naming it (imported when a run is built)."""
 
 
 @dataclass(frozen=True)
@@ -121,9 +126,10 @@ class Variant:
     label: Callable[[Any], str]
     """Short name of a configuration in run names and hparams (``outer-lr1.5``, ``hp3o+``)."""
     builders: Mapping[str, Builder]
-    """Trainer kind -> what the variant adds to that trainer."""
+    """Trainer kind -> what the variant adds to that trainer (the trainers that offer the variant)."""
     unsupported: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    """Trainer kind -> options that trainer does not honour (refused when set)."""
+    """Trainer kind -> options that trainer does not honour: its config and ``--help`` leave them
+    out, and setting one is refused in one line (:meth:`honours`)."""
     checks: Mapping[str, Callable[[Any, Any], None]] = field(default_factory=dict)
     """Trainer kind -> ``check(options, trainer_config)``: one-line ConfigError when they do not fit."""
     replaces_batch: bool = False
@@ -136,9 +142,36 @@ class Variant:
     """Named settings for ``rlkit train --preset`` (e.g. the paper's): flat field names -> values,
     the variant's options and any PPO field, stacked on an env preset."""
 
+    def honours(self, trainer: str) -> tuple[str, ...]:
+        """The options ``trainer`` honours, in declaration order: none where the variant has no
+        builder for it, else all but those declared ``unsupported`` there."""
+        if trainer not in self.builders:
+            return ()
+        refused = set(self.unsupported.get(trainer, ()))
+        return tuple(f.name for f in dataclasses.fields(self.options) if f.name not in refused)
+
+    def refusal(self, trainer: str, option: str) -> str:
+        """Why ``trainer`` refuses ``option`` (one of :meth:`honours`' complement), in one line."""
+        if trainer not in self.builders:
+            offered = " and ".join(TRAINERS[t] for t in self.builders) or "no"
+            return f"variant {self.name} is not offered by the {TRAINERS[trainer]} trainer ({offered} trainer only)"
+        others = [TRAINERS[t] for t in self.builders if t != trainer and option in self.honours(t)]
+        where = f"{' and '.join(others)} trainer only" if others else "no trainer"
+        return f"the {TRAINERS[trainer]} trainer does not honour {option} (variant {self.name}: {where})"
+
+    def builder(self, trainer: str) -> Callable[[Any, PlugContext], Plug]:
+        """The builder for ``trainer``, imported where it is named ``"module:function"``."""
+        built = self.builders[trainer]
+        if isinstance(built, str):
+            module, _, name = built.partition(":")
+            built = getattr(importlib.import_module(module), name)
+        return built
+
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 """What a run label may hold (it becomes part of run directory names)."""
+BUILDER_NAME = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+"""A builder named as ``"module:function"``."""
 _VARIANTS: dict[str, Variant] = {}
 _HOOKS: dict[str, Callable[[Any, FlatParameters], UpdateHook | None]] = {}
 _CLOSED: list[bool] = [False]
@@ -152,15 +185,16 @@ def register_variant(variant: Variant) -> None:
     if _CLOSED[0]:
         raise ConfigError(f"variant {variant.name!r} registered after the options groups were built; name its "
                           "module in RLKIT_VARIANTS or an 'rlkit.variants' entry point")
-    unknown = set(variant.builders) - set(TRAINERS)
+    unknown = set(variant.builders) - set(TRAINERS) | {t for t, b in variant.builders.items()
+                                                       if isinstance(b, str) and not BUILDER_NAME.fullmatch(b)}
     if variant.name in _VARIANTS:
         raise ConfigError(f"cannot register variant {variant.name!r}: the name is taken by module "
                           f"{_VARIANTS[variant.name].options.__module__}; choose another name")
-    if not variant.name.isidentifier() or hasattr(GroupsMethods, variant.name) \
+    if not variant.name.isidentifier() or variant.name in CONTAINER_ATTRIBUTES \
             or variant.name.startswith("_") or unknown:
         raise ConfigError(f"cannot register variant {variant.name!r}: the name must be a new identifier, not one "
                           "of the options container's attributes, and the builders' trainers among "
-                          f"{', '.join(TRAINERS)}")
+                          f"{', '.join(TRAINERS)} (each builder a function or 'module:function')")
     problem = _options_problem(variant)
     if problem:
         raise ConfigError(f"cannot register variant {variant.name!r}: {problem}")
@@ -179,7 +213,13 @@ def register_variant(variant: Variant) -> None:
     _VARIANTS[variant.name] = variant
 
 
-RESERVED = ("ppo", "variants")
+CONTAINER_ATTRIBUTES = frozenset({"TRAINER", "REFUSED", "offered", "options", "enabled", "validate", "name",
+                                  "critic", "replace", "check", "build"})
+"""What every options container has besides its groups (:class:`rlkit.variants.containers.GroupsMethods`):
+no variant may take one as its name."""
+
+
+RESERVED = ("ppo", "variants", "environment", "run", "evaluation", "compute", "model", "responses", "kl")
 """Names of the trainer configs' sub-configs: neither a variant nor an option may take them."""
 RESERVED_PRESETS = ("ppo", "cartpole", "mujoco", "atari", "minatar")
 """Presets of the Gymnasium config itself (plain PPO and the env presets)."""
@@ -201,7 +241,7 @@ def _options_problem(variant: Variant) -> str | None:
     return None
 
 
-def _plugin_call(variant: Variant, what: str, call: Callable[[], Any]) -> Any:
+def plugin_call(variant: Variant, what: str, call: Callable[[], Any]) -> Any:
     """A variant's own code (validate, label, builder): a failure of any kind is one line naming it."""
     try:
         return call()
@@ -286,115 +326,16 @@ class _PluginError(Exception):
     """A ``RLKIT_VARIANTS`` entry that names no importable file (its message is the whole line)."""
 
 
-@dataclass(frozen=True)
-class Plugs:
-    """Everything the enabled variants add to one trainer."""
-
-    hooks: list[UpdateHook]
-    source: BatchSource | None
-    """The one variant batch source (None: the trainer's latest rollout)."""
-    group_size: int
-    critic: bool
-    """Whether the trainer needs a value function."""
-    objective: Objective | None = None
-    """The one variant objective (None: PPO's clipped surrogate)."""
-
-
-class GroupsMethods:
-    """The behaviour of the options container (its fields are made by :func:`groups_class`)."""
-
-    def __post_init__(self) -> None:
-        if validation_enabled():
-            self.validate()
-
-    def __getattr__(self, name: str) -> Any:
-        return composed_getattr(self, name)
-
-    def enabled(self) -> list[Variant]:
-        """The variants this configuration turns on, in registration order."""
-        return [v for v in _VARIANTS.values() if getattr(self, v.name).enabled]
-
-    def validate(self) -> None:
-        """One-line :class:`ConfigError` on an invalid group or a combination that cannot run."""
-        if _PLUGIN_ERRORS:
-            raise ConfigError(_PLUGIN_ERRORS[0])
-        for v in _VARIANTS.values():
-            options = getattr(self, v.name)
-            if not isinstance(options, v.options):
-                raise ConfigError(f"variants.{v.name} must be {v.options.__name__}, got {type(options).__name__}")
-            _plugin_call(v, "validate", options.validate)
-        _ = self.name  # every enabled variant's label is checked here, before anything is written
-        sources = [v.name for v in self.enabled() if v.replaces_batch]
-        if len(sources) > 1:
-            raise ConfigError(f"variants {' and '.join(sources)} both choose what the epochs train on; use one")
-        objectives = [v.name for v in self.enabled() if v.replaces_objective]
-        if len(objectives) > 1:
-            raise ConfigError(f"variants {' and '.join(objectives)} both replace the policy objective (an objective "
-                              "cannot be combined with one it cannot stack with); use one")
-
-    @property
-    def name(self) -> str:
-        """Short name of the configuration: the enabled variants' labels joined by ``+`` (``ppo``: none)."""
-        labels = []
-        for v in self.enabled():
-            label = _plugin_call(v, "label", lambda v=v: v.label(getattr(self, v.name)))
-            if not isinstance(label, str) or not LABEL.fullmatch(label) or label == "ppo":
-                raise ConfigError(f"variant {v.name}'s label must be a non-empty name of letters, digits and . _ - + "
-                                  f"(not 'ppo'), got {label!r}")
-            labels.append(label)
-        return "+".join(labels) or "ppo"
-
-    @property
-    def critic(self) -> bool:
-        return all(v.critic for v in self.enabled())
-
-    def replace(self, **overrides: object) -> Any:
-        return composed_replace(self, overrides)
-
-    def require_supported(self, trainer: str, cfg: object) -> None:
-        """Refuse, in one line, an enabled variant ``trainer`` does not offer or an option it ignores."""
-        for v in self.enabled():
-            options = getattr(self, v.name)
-            if trainer not in v.builders:
-                offered = " and ".join(TRAINERS[t] for t in v.builders) or "no"
-                raise ConfigError(f"variant {v.name} is not offered by the {TRAINERS[trainer]} trainer "
-                                  f"({offered} trainer only)")
-            ignored = [n for n in v.unsupported.get(trainer, ()) if getattr(options, n) !=
-                       v.options.__dataclass_fields__[n].default]
-            if ignored:
-                others = [TRAINERS[t] for t in v.builders
-                          if t != trainer and ignored[0] not in v.unsupported.get(t, ())]
-                where = f"{' and '.join(others)} trainer only" if others else "no trainer"
-                raise ConfigError(f"the {TRAINERS[trainer]} trainer does not honour {', '.join(ignored)} "
-                                  f"(variant {v.name}: {where}); leave it at its default")
-            if trainer in v.checks:
-                v.checks[trainer](options, cfg)
-
-    def build(self, ctx: PlugContext) -> Plugs:
-        """Hooks, batch source and group size of the enabled variants for ``ctx.trainer``."""
-        build = ctx.trainer + " builder"
-        plugs = [_plugin_call(v, build, lambda v=v: v.builders[ctx.trainer](getattr(self, v.name), ctx))
-                 for v in self.enabled()]
-        for v, plug in zip(self.enabled(), plugs):
-            if not isinstance(plug, Plug):
-                raise ConfigError(f"variant {v.name}'s {build} returned {type(plug).__name__}, not a Plug")
-            if (plug.objective is not None) != v.replaces_objective:
-                raise ConfigError(f"variant {v.name}'s {build} must return an objective exactly when the variant "
-                                  "declares replaces_objective")
-        extra = [factory(self, ctx.flat) for factory in _HOOKS.values()]
-        hooks = [h for p in plugs for h in p.hooks] + [h for h in extra if h is not None]
-        sources = [p.source for p in plugs if p.source is not None]
-        objectives = [p.objective for p in plugs if p.objective is not None]
-        return Plugs(hooks, sources[0] if sources else None, max([p.group_size for p in plugs], default=1),
-                     self.critic, objectives[0] if objectives else None)
-
-
-def groups_class() -> type:
-    """The options container with one group per registered variant; closes registration."""
+def close_registration() -> None:
+    """No variant registers from here on (the options containers are being built from the registry)."""
     _CLOSED[0] = True
-    fields = [(v.name, v.options, field(default_factory=v.options)) for v in _VARIANTS.values()]
-    cls = dataclasses.make_dataclass("VariantGroups", fields, bases=(GroupsMethods,), frozen=True,
-                                     namespace={"__doc__": "One options group per registered variant (--help shows "
-                                                           "each as a group; flags stay flat)."})
-    cls.__module__ = __name__
-    return flat_init(cls)
+
+
+def plugin_errors() -> list[str]:
+    """What went wrong importing the variant modules named by entry points and ``RLKIT_VARIANTS``."""
+    return list(_PLUGIN_ERRORS)
+
+
+def extra_hooks() -> list[Callable[[Any, FlatParameters], UpdateHook | None]]:
+    """The factories of :func:`register_hook`, in registration order."""
+    return list(_HOOKS.values())

@@ -14,6 +14,7 @@ import torch
 
 import rlkit
 import rlkit.variants
+import rlkit.variants.plugged
 from rlkit.core.objective import ClippedSurrogate
 from rlkit.errors import CheckpointError, ConfigError
 from rlkit.gym.population import train_population
@@ -37,14 +38,15 @@ class ThroughTheSlot(ClippedSurrogate):
     is_default = False
 
 
-def _tiny_rlhf(logdir, name):
+def _tiny_rlhf(logdir, name, **kw):
     from rlkit.rlhf.config import RLHFConfig
     from rlkit.rlhf.trainer import RLHFTrainer
     from tests import tiny_lm
     from tests.test_reproducibility import PROMPTS
 
     cfg = RLHFConfig(num_envs=8, max_new_tokens=4, iterations=2, learning_rate=3e-3, logdir=str(logdir),
-                     num_minibatches=2, save_model=False, torch_threads=1, kl_coef=0.1, run_name=name, kernels="plain")
+                     num_minibatches=2, save_model=False, torch_threads=1, kl_coef=0.1, run_name=name, kernels="plain",
+                     **kw)
     return RLHFTrainer(cfg, reward=tiny_lm.good_rate, policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(),
                        prompts=PROMPTS)
 
@@ -62,7 +64,7 @@ def test_the_default_objective_through_the_slot_keeps_its_bits(tmp_path, monkeyp
 
     default = runs("default")
     with monkeypatch.context() as m:
-        m.setattr(rlkit.variants, "CLIPPED_SURROGATE", ThroughTheSlot())
+        m.setattr(rlkit.variants.plugged, "CLIPPED_SURROGATE", ThroughTheSlot())
         slot = runs("slot")
     assert not slot[2].learner.objective.is_default and default[2].learner.objective.is_default
     assert int(default[0]["optim.step"]) > 0
@@ -230,6 +232,14 @@ def test_the_rlhf_trainer_refuses_the_penalties_in_one_line():
         with pytest.raises(ConfigError, match="not offered by the RLHF trainer"):
             RLHFConfig(**kw)
     assert RLHFConfig(unclipped=True).variant == "noclip"
+
+
+def test_the_rlhf_trainer_trains_on_the_plain_surrogate(tmp_path):
+    """--unclipped is the one objective variant the RLHF trainer offers: its builder, named as
+    "module:function", is imported and run by the RLHF trainer."""
+    trainer = _tiny_rlhf(tmp_path, "rlhf-noclip", unclipped=True)
+    trainer.train()
+    assert trainer.learner.objective.name == "noclip" and trainer.progress.updates_done == 2
 
 
 def test_the_objective_variants_have_labels_presets_and_help(capsys):

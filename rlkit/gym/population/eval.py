@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlkit.errors import RlkitError
-from rlkit.gym.agent import EvalEpisodes, EvalResult, eval_failure, open_episodes
+from rlkit.gym.evaluation import EvalEpisodes, EvalResult, eval_failure, open_episodes
 from rlkit.gym.envs import ENV_FAILURES, close_envs
 from rlkit.gym.population.host import stuck_error
 from rlkit.gym.population.network import StackedActor
