@@ -122,7 +122,7 @@ def test_every_variant_is_in_the_guide_s_help_groups_of_some_command():
 
 
 def test_docs_list_the_tables_columns():
-    text = one_line(doc("docs/ablation.md"))
+    text = one_line(doc("docs/sweep-outputs.md"))
     for table, columns in (("results.csv", RESULT_COLUMNS), ("runs.csv", RUN_COLUMNS)):
         stated = re.search(rf"`{re.escape(table)}` \(one row per \w+: `([^`]+)`", text)
         assert stated and [c.strip() for c in stated.group(1).split(",")] == columns, table
