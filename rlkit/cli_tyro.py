@@ -92,7 +92,13 @@ def tyro_cli(cls: type, **kwargs: Any) -> Any:
         if exc.code in (0, None):
             sys.stderr.write(captured.getvalue())
             raise
-        raise ConfigError(f"{_box_message(captured.getvalue())} (see {kwargs.get('prog', 'rlkit')} --help)") from None
+        message = _box_message(captured.getvalue())
+        if message.startswith("Unrecognized option"):  # a plug-in's flag exists only with its module loaded
+            words = message.partition(": ")[2].split(", ")
+            flags = [w for w in words if w.startswith("-")] or words  # tyro lists the flags' values too
+            message = (f"unrecognized option{'s' if len(flags) > 1 else ''}: {', '.join(flags)}; a plug-in "
+                       "variant's flags need its module in RLKIT_VARIANTS")
+        raise ConfigError(f"{message} (see {kwargs.get('prog', 'rlkit')} --help)") from None
 
 
 def _box_message(text: str) -> str:

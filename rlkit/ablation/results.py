@@ -132,7 +132,10 @@ def read_manifest(sweep_dir: Path) -> dict[str, Any]:
     of another shape (rlkit writes it atomically, so only an outside edit or copy damages it)."""
     manifest = sweep_dir / "manifest.json"
     if not manifest.is_file():
-        raise ConfigError(f"{sweep_dir} is not a sweep directory (no manifest.json); run rlkit sweep first")
+        smoke = Path(f"{sweep_dir}-smoke")
+        hint = (f"; {smoke} holds the sweep run with --budget smoke" if (smoke / "manifest.json").is_file() else
+                "; run rlkit sweep first")
+        raise ConfigError(f"{sweep_dir} is not a sweep directory (no manifest.json){hint}")
     stored = read_json(manifest)
     problem = manifest_problem(stored)
     if problem:

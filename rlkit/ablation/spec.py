@@ -292,7 +292,8 @@ def _fields(table: dict[str, Any], file: str, where: str) -> tuple[list[str], di
     fields = {k: v for k, v in table.items() if k not in ("presets", "preset")}
     for key in fields:
         if key not in RUN_FIELDS:
-            raise _fail(file, f"{where}.{key}", "not a TrainConfig field the spec may set")
+            raise _fail(file, f"{where}.{key}", "not a TrainConfig field the spec may set (a plug-in variant's "
+                                                "options need its module in RLKIT_VARIANTS)")
     if isinstance(fields.get("env_kwargs"), dict):  # a TOML table: stored as the JSON the CLI takes
         fields["env_kwargs"] = json.dumps(fields["env_kwargs"], sort_keys=True)
     return list(presets), fields

@@ -86,3 +86,15 @@ def test_report_wording_a_single_run_has_no_standard_error(tmp_path):
     text = open(write_report(str(sweep), reps=REPS)["report"]).read()
     rows = [line for line in text.splitlines() if line.startswith("| CartPole-v1 |")]
     assert "| CartPole-v1 | a | 1 | 100.0 |" in text and not any("nan" in row for row in rows)
+
+
+def test_a_report_of_a_sweeps_name_whose_smoke_run_exists_points_to_it(tmp_path, capsys):
+    """`rlkit sweep spec.toml --budget smoke` writes sweeps/<name>-smoke: a report of sweeps/<name>
+    says where the sweep is instead of asking for a sweep that was run."""
+    (tmp_path / "compare-smoke").mkdir()
+    (tmp_path / "compare-smoke" / "manifest.json").write_text("{}")
+    assert main(["report", str(tmp_path / "compare")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{tmp_path / 'compare-smoke'} holds the sweep run with --budget smoke" in err
+    assert main(["report", str(tmp_path / "other")]) == 2
+    assert "run rlkit sweep first" in capsys.readouterr().err

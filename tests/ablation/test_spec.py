@@ -65,7 +65,7 @@ def _write(tmp_path, text):
     ({"grid": {"kl_beta": [1.0, 3.0]}, "variants": {"ppo": {}, "klfix": {"kl_fixed": True}}}, "grid", "kl_beta = 1.0"),
     ({"grid": {"outer_lr": [1.0]}}, "grid", "outer_lr = 1.0"),
     ({"variants": {"ppo": {"kl_dtarg": 0.01}}}, "variants.ppo", "kl_dtarg = 0.01"),
-    ({"variants": {"ppo": {"group_form": "rloo"}}}, "variants.ppo", "group_form = 'rloo'"),
+    ({"variants": {"ppo": {"hp3o_buffer_size": 20}}}, "variants.ppo", "hp3o_buffer_size = 20"),
 ])
 def test_a_variant_option_named_for_runs_whose_variant_stays_off_is_refused(change, where, option):
     """At its default, such an option gives plain PPO under the option's name (a grid point at the
@@ -78,3 +78,8 @@ def test_a_variant_option_named_for_runs_whose_variant_stays_off_is_refused(chan
     assert {r.variant for r in shared.runs} == {"ppo", "klfix"}
     on = expand({**BASE, "grid": {"kl_beta": [1.0, 3.0]}, "variants": {"klfix": {"kl_fixed": True}}})
     assert sorted({r.config["kl_beta"] for r in on.runs}) == [1.0, 3.0]
+
+
+def test_an_unknown_field_points_to_plug_ins():
+    with pytest.raises(ConfigError, match=r"variants\.x\.cap_norm: not a TrainConfig field .*RLKIT_VARIANTS"):
+        expand({**BASE, "variants": {"x": {"cap_norm": 0.1}}}, "spec.toml")

@@ -59,3 +59,14 @@ def test_repeated_seeds_and_resume_flags_extend_and_repeated_list_fields_are_ref
         err = capsys.readouterr().err
         assert "given more than once" in err and err.count("\n") == 1, err
     assert not (tmp_path / "x").exists()
+
+
+def test_an_unknown_flag_is_named_without_its_value_and_points_to_plug_ins(capsys):
+    """A plug-in variant's flag (``--cap-norm 0.1`` without RLKIT_VARIANTS) is not a typo the user
+    can see: the line names the flags alone and says where plug-ins' flags come from."""
+    from rlkit.cli import main
+
+    assert main(["train", "--cap-norm", "0.1", "--total-steps", "64"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unrecognized option: --cap-norm;" in err and "RLKIT_VARIANTS" in err, err
+    assert "0.1" not in err
