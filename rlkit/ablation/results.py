@@ -182,14 +182,22 @@ def read_status(sweep_dir: Path, run: RunSpec) -> dict[str, Any] | None:
     return None if status_problem(status) else status
 
 
-def status_damage(sweep_dir: Path, run: RunSpec) -> str | None:
-    """What is wrong with ``run``'s status file where one exists but is of another shape (None: it
-    is whole, or there is none)."""
+def status_damage(sweep_dir: Path, run: RunSpec, runs: list[RunSpec]) -> str | None:
+    """What is wrong with ``run``'s status file where one exists but is of another shape, or names
+    a pack that cannot be its own (None: it is whole, or there is none). A pack names ``run`` once,
+    and otherwise only runs of ``runs`` of the same variant and env."""
     path = sweep_dir / "status" / f"{run.name}.json"
     if not path.exists():
         return None
     status = read_json(path)
-    return "is not a JSON object" if status is None else status_problem(status)
+    problem = "is not a JSON object" if status is None else status_problem(status)
+    if problem or status.get("pack") is None:  # type: ignore[union-attr]
+        return problem
+    pack, mates = status["pack"], {r.name for r in runs if (r.variant, r.env) == (run.variant, run.env)}  # type: ignore[index]
+    if len(set(pack)) != len(pack) or run.name not in pack:
+        return "names a pack that lists a run twice or not this run"
+    stranger = next((name for name in pack if name not in mates), None)
+    return f"names a pack with {stranger}, not a run of this variant and env" if stranger else None
 
 
 def _json(value: Any) -> Any:
@@ -232,11 +240,13 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
     results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
     results.writeheader()
     runs.writeheader()
-    statuses = {run.name: read_status(sweep_dir, run) or {} for run in spec.runs}
+    damages = {run.name: status_damage(sweep_dir, run, spec.runs) for run in spec.runs}
+    statuses = {run.name: {k: v for k, v in (read_status(sweep_dir, run) or {}).items()  # a damaged one's cost unread
+                           if not (damages[run.name] and k in ("pack", "seconds"))} for run in spec.runs}
     sizes = pack_sizes(spec.runs, statuses)
     for run in spec.runs:
         row, evaluations = _run_row(sweep_dir, run, statuses[run.name], sizes[run.name])
-        damage = status_damage(sweep_dir, run) if row["status"] == "done" else None
+        damage = damages[run.name] if row["status"] == "done" else None
         if damage:  # how long it trained, alone or in a pack, is unknown: no cost is shown rather than a wrong one
             row.update({k: None for k in COST_COLUMNS},
                        error=f"status/{run.name}.json {damage}: its cost columns are left empty")

@@ -325,9 +325,10 @@ def _refuse_options_left_off(cfg: Any, own: dict[str, Any], point: dict[str, Any
         left = options_left_off(cfg, named)
         if left is not None:
             values = ", ".join(f"{f} = {named[f]!r}" for f in left.options)
+            turn_on = f"{left.turn_on[2:].replace('-', '_')} = true" if left.turn_on.startswith("--") else left.turn_on
             raise _fail(file, where, f"{values}: the {left.variant} variant stays off for variant {variant!r} (its "
                                      f"options are all at their defaults), so its runs would be plain PPO; turn it on "
-                                     f"({left.turn_on}) or drop the option")
+                                     f"({turn_on}) or drop the option")
 
 
 def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], variants: dict[str, Any],

@@ -5,14 +5,14 @@ that adapts its coefficient are :mod:`rlkit.variants.kl_adaptive`, imported when
 
 from __future__ import annotations
 
-from rlkit.variants.kl_fixed_options import refuse_replayed_batches, require_coefficient
+from rlkit.variants.kl_fixed_options import MAX_BETA, refuse_replayed_batches, require_coefficient
 from rlkit.variants.registry import Variant, register_variant, variant_options
 
 
 @variant_options
 class KLAdaptiveOptions:
-    """Adaptive KL penalty (Schulman et al. 2017, §4): flags --kl-adaptive, --kl-dtarg,
-    --kl-beta-init; any of them turns it on."""
+    """Adaptive KL penalty (Schulman et al. 2017, §4): --kl-adaptive turns it on, and so do
+    --kl-dtarg and --kl-beta-init at values other than their defaults."""
 
     kl_adaptive: bool = False
     """Replace the clipped surrogate by mean(r * A - beta * KL[pi_old, pi]), beta adapted after every
@@ -21,11 +21,11 @@ class KLAdaptiveOptions:
     """The target KL d_targ (> 0): beta halves when the update's mean KL is below d_targ / 1.5 and
     doubles when it is above d_targ * 1.5 (not --target-kl, the early stop any objective may use)."""
     kl_beta_init: float = 1.0
-    """The coefficient beta of the first update (> 0)."""
+    """The coefficient beta of the first update (> 0, at most 1e6)."""
 
     def validate(self) -> None:
         require_coefficient(self.kl_dtarg, "kl_dtarg (d_targ)", allow_zero=False)
-        require_coefficient(self.kl_beta_init, "kl_beta_init (beta)", allow_zero=False)
+        require_coefficient(self.kl_beta_init, "kl_beta_init (beta)", allow_zero=False, most=MAX_BETA)
 
 
 def label(o: KLAdaptiveOptions) -> str:

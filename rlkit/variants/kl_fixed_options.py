@@ -15,24 +15,32 @@ from rlkit.variants.registry import Variant, register_variant, variant_options
 
 @variant_options
 class KLFixedOptions:
-    """Fixed KL penalty (Schulman et al. 2017, §4): flags --kl-fixed, --kl-beta; either turns it on."""
+    """Fixed KL penalty (Schulman et al. 2017, §4): --kl-fixed turns it on, and so does --kl-beta
+    at a value other than its default."""
 
     kl_fixed: bool = False
     """Replace the clipped surrogate by mean(r * A - beta * KL[pi_old, pi]) with a fixed beta (the
     analytic KL per state; categorical and Gaussian policies)."""
     kl_beta: float = 1.0
-    """The KL penalty coefficient beta (>= 0)."""
+    """The KL penalty coefficient beta (0 to 1e6)."""
 
     def validate(self) -> None:
-        require_coefficient(self.kl_beta, "kl_beta (beta)", allow_zero=True)
+        require_coefficient(self.kl_beta, "kl_beta (beta)", allow_zero=True, most=MAX_BETA)
 
 
-def require_coefficient(value: object, what: str, allow_zero: bool) -> None:
-    """One-line :class:`ConfigError` unless ``value`` is a finite number > 0 (>= 0 with ``allow_zero``)."""
+MAX_BETA = 1e6
+"""The largest KL coefficient a run accepts: the paper's range is 0.3 to 10, and a beta near
+float32's range makes the penalty overflow the loss in the first update."""
+
+
+def require_coefficient(value: object, what: str, allow_zero: bool, most: float = math.inf) -> None:
+    """One-line :class:`ConfigError` unless ``value`` is a finite number > 0 (>= 0 with
+    ``allow_zero``) and at most ``most``."""
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) \
-        and (value >= 0 if allow_zero else value > 0)
+        and (value >= 0 if allow_zero else value > 0) and value <= most
     if not ok:
-        raise ConfigError(f"{what} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+        bound = f" and <= {most:g}" if math.isfinite(most) else ""
+        raise ConfigError(f"{what} must be a finite number {'>= 0' if allow_zero else '> 0'}{bound}, got {value!r}")
 
 
 def refuse_replayed_batches(name: str, cfg: Any) -> None:

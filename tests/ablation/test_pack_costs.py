@@ -57,8 +57,12 @@ def test_records_without_packs_named_read_their_packs_from_the_shared_seconds(tm
     assert float(alone["steps_per_second"]) == float(alone["pack_steps_per_second"]) == pytest.approx(1024 / 6)
 
 
+TWICE = '{"status": "done", "seconds": 9.0, "pack": ["ppo__CartPole-v1__s2", "ppo__CartPole-v1__s2"]}'
+ALIEN = '{"status": "done", "seconds": 9.0, "pack": ["ppo__CartPole-v1__s2", "sb3:ppo__CartPole-v1__s1"]}'
+
+
 @pytest.mark.parametrize("damaged", ['{"status": "done", "seconds": "9"}', '{"status": "done", "pack": "ppo"}',
-                                     '["done"]', "{not json"])
+                                     '["done"]', "{not json", TWICE, ALIEN])
 def test_a_damaged_status_leaves_its_runs_costs_empty_and_says_so(tmp_path, damaged):
     """A packed member whose status file is of another shape read as a run alone (pack_size 1, its
     pack's whole seconds as its own), with no word."""

@@ -74,6 +74,7 @@ def test_a_variant_option_named_for_runs_whose_variant_stays_off_is_refused(chan
     with pytest.raises(ConfigError, match="stays off") as e:
         expand({**BASE, **change}, "spec.toml")
     assert f"spec.toml: {where}" in str(e.value) and option in str(e.value) and "\n" not in str(e.value)
+    assert "--" not in str(e.value)  # a spec turns a variant on with a field, not a flag
     shared = expand({**BASE, "kl_beta": 1.0, "variants": {"ppo": {}, "klfix": {"kl_fixed": True}}})
     assert {r.variant for r in shared.runs} == {"ppo", "klfix"}
     on = expand({**BASE, "grid": {"kl_beta": [1.0, 3.0]}, "variants": {"klfix": {"kl_fixed": True}}})

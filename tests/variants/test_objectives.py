@@ -194,6 +194,8 @@ def test_a_checkpoint_resumes_only_under_its_own_objective(tmp_path):
     ({"kl_beta": -1.0}, "kl_beta"), ({"kl_fixed": True, "kl_beta": float("nan")}, "kl_beta"),
     ({"kl_dtarg": 0.0}, "kl_dtarg"), ({"kl_dtarg": -0.01}, "kl_dtarg"), ({"kl_adaptive": True, "kl_beta_init": 0.0},
                                                                         "kl_beta_init"),
+    ({"kl_fixed": True, "kl_beta": 1e30}, r"kl_beta \(beta\) must be .* <= 1e\+06"),  # it overflowed update 1
+    ({"kl_adaptive": True, "kl_beta_init": 1e30}, r"kl_beta_init \(beta\) must be .* <= 1e\+06"),
     ({"kl_fixed": True, "kl_adaptive": True}, "both replace the policy objective"),
     ({"unclipped": True, "kl_fixed": True}, "both replace the policy objective"),
     ({"kl_fixed": True, "hp3o": True}, "variant hp3o trains on other data"),
@@ -207,6 +209,7 @@ def test_bad_objective_options_are_one_line(kw, match):
 
 @pytest.mark.parametrize("flags, match", [(["--kl-fixed", "--kl-adaptive"], "both replace the policy objective"),
                                           (["--kl-beta", "-1"], "kl_beta (beta) must be a finite number >= 0"),
+                                          (["--kl-beta", "1e30"], "and <= 1e+06, got 1e+30"),
                                           (["--kl-adaptive", "--kl-dtarg", "0"], "kl_dtarg (d_targ) must be")])
 def test_the_command_line_refuses_bad_objectives_in_one_line_writing_nothing(tmp_path, capsys, flags, match):
     from rlkit.cli import main
