@@ -55,11 +55,21 @@ def test_the_warm_child_ends_as_python_ends_a_process(ending):
     assert (runs[0].returncode, runs[0].stdout, last[0]) == (runs[1].returncode, runs[1].stdout, last[1])
 
 
-def test_a_changed_environment_or_rlkit_tests_cold_makes_a_real_fresh_process(monkeypatch):
+def test_each_environment_gets_its_own_server_and_rlkit_tests_cold_none(monkeypatch):
+    """A variable set for good by a library a test imported must not turn every later call cold,
+    and a variable that acts at start-up must reach the imports of the server that serves it."""
     monkeypatch.delenv("RLKIT_TESTS_COLD", raising=False)
-    assert warm_cli.run(["--help"]) is not None
-    monkeypatch.setenv("RLKIT_VARIANTS", "x")  # acts at start-up: the server's imports did not see it
-    assert warm_cli.run(["--help"]) is None
-    monkeypatch.delenv("RLKIT_VARIANTS")
+    monkeypatch.setattr(warm_cli, "_servers", {})
+    plain = warm_cli.run(["--help"])
+    assert plain is not None and len(warm_cli._servers) == 1
+    monkeypatch.setenv("RLKIT_WARM_TEST_MARK", "1")
+    marked = warm_cli.run(["--help"])
+    assert marked is not None and marked.stdout == plain.stdout and len(warm_cli._servers) == 2
+    monkeypatch.setenv("RLKIT_WARM_TEST_MARK", "2")  # a third environment: the least recently used server goes
+    assert warm_cli.run(["--help"]).stdout == plain.stdout and len(warm_cli._servers) == warm_cli.MAX_SERVERS == 2
+    assert {s.env.get("RLKIT_WARM_TEST_MARK") for s in warm_cli._servers.values()} == {"1", "2"}
     monkeypatch.setenv("RLKIT_TESTS_COLD", "1")
+    monkeypatch.delenv("RLKIT_WARM_TEST_MARK")
     assert warm_cli.run(["--help"]) is None
+    for s in warm_cli._servers.values():
+        s.close()

@@ -4,9 +4,10 @@ again (several seconds of CPU per call, most of the default suite's time).
 
 What a test sees is what a fresh ``python -c CLI ARGS`` gives: its own pid, the exit code
 (negative for a signal), stdout, and stderr led by whatever the server's imports wrote (warnings of
-an import appear as a fresh process shows them). A call falls back to a real fresh process when
-its environment differs from the server's beyond pytest's own PYTEST_* variables (PYTHONPATH, RLKIT_* and the like act at start-up), and
-``RLKIT_TESTS_COLD=1`` turns the server off for a whole run. Start-up itself (imports, signals
+an import appear as a fresh process shows them). Each environment the calls come with (beyond
+pytest's own PYTEST_* variables) gets its own server, started in it, since PYTHONPATH, RLKIT_* and
+the like act at start-up (see :data:`MAX_SERVERS`); from another cwd than the repository's root,
+or with ``RLKIT_TESTS_COLD=1``, a call is a real fresh process. Start-up itself (imports, signals
 while importing) is tested with real processes (tests/test_startup.py, test_signals_and_hangs.py).
 """
 
@@ -154,7 +155,11 @@ class _Server:
             self.proc.wait()
 
 
-_server: _Server | None = None
+_servers: dict[frozenset, _Server] = {}
+MAX_SERVERS = 2
+"""Servers kept per test process, one per environment the calls came with, the least recently used
+closed for a new one: a library a test imports may set a variable for good (ray, cv2, pygame do),
+a monkeypatched one comes and goes."""
 
 
 def _startup_env(env: os._Environ | dict) -> dict:
@@ -164,13 +169,15 @@ def _startup_env(env: os._Environ | dict) -> dict:
 
 def run(args: list[str], cwd: Path | str = ROOT, timeout: float = 120) -> subprocess.CompletedProcess | None:
     """``args`` run as ``python -c CLI *args`` would run them (see the module docstring), or None
-    when this call must be a real fresh process: the server is off, this environment differs, or
-    ``cwd`` is not the repository's root (where ``python -c CLI`` finds the toy envs)."""
-    global _server
-    if os.environ.get("RLKIT_TESTS_COLD") == "1":
+    when this call must be a real fresh process: the servers are off, or ``cwd`` is not the
+    repository's root (where ``python -c CLI`` finds the toy envs)."""
+    if os.environ.get("RLKIT_TESTS_COLD") == "1" or Path(cwd).resolve() != ROOT.resolve():
         return None
-    if _server is None:
-        _server = _Server()
-    if _startup_env(os.environ) != _startup_env(_server.env) or Path(cwd).resolve() != ROOT.resolve():
-        return None
-    return _server.run(list(args), cwd, timeout)
+    key = frozenset(_startup_env(os.environ).items())
+    server = _servers.pop(key, None)
+    if server is None:
+        while len(_servers) >= MAX_SERVERS:
+            _servers.pop(next(iter(_servers))).close()
+        server = _Server()  # started in this environment: its imports saw what a fresh process sees
+    _servers[key] = server  # the most recently used last
+    return server.run(list(args), cwd, timeout)
