@@ -7,12 +7,11 @@ timed span is the whole training (envs and models built, rollouts and updates; n
 checkpoint before the end). The table gives each objective's steps/s and its ratio to the
 default's in the same kind of run (alone, or the population). Run it on an otherwise idle machine:
 
-    python experiments/ppo_objectives/speed.py                     # Hopper-v5, 20,480 steps per seed
-    python experiments/ppo_objectives/speed.py --objectives ppo kl-fixed --seeds 1 2 3 4 5 --repeat 3
-    python experiments/ppo_objectives/speed.py --steps 2048         # a quick look
+    python benchmarks/objectives.py                     # Hopper-v5, 20,480 steps per seed
+    python benchmarks/objectives.py --objectives ppo kl-fixed --seeds 1 2 3 4 5 --repeat 3
+    python benchmarks/objectives.py --steps 2048         # a quick look
 
-It prints the table; with ``--write FILE`` the table also replaces FILE's
-``<!-- bench:objectives -->`` section (added at the end when the file or the section is missing).
+It prints the table and replaces its figure in benchmarks/README.md (``--write ''``: print only).
 """
 
 from __future__ import annotations
@@ -25,7 +24,9 @@ import subprocess
 import sys
 import time
 
-from rlkit.ablation.measurements import ExtendList, cpu_model, write_section
+from common import README, WRITE_HELP, emit
+
+from rlkit.ablation.measurements import ExtendList, cpu_model
 
 OBJECTIVES = {
     "ppo": {},
@@ -34,7 +35,6 @@ OBJECTIVES = {
     "kl-adaptive": {"kl_adaptive": True, "kl_dtarg": 0.01},
 }
 """Name -> the fields that choose the objective (``ppo``: the default, PPO's clipped surrogate)."""
-SECTION = "objectives"
 
 
 def worker(objective: str, env: str, preset: str, steps: int, seeds: list[int]) -> dict:
@@ -70,7 +70,7 @@ def table(args: argparse.Namespace) -> list[str]:
     rounds = [[[run_worker(args, o, seeds) for o in args.objectives] for _, seeds in kinds]
               for _ in range(max(args.repeat, 1))]
     lines = [f"### Plug-in objectives on {args.env}, {args.steps:,} steps per seed — {time.strftime('%Y-%m-%d %H:%M')}",
-             f"Command: `python experiments/ppo_objectives/speed.py {' '.join(sys.argv[1:])}`  ",
+             f"Command: `python benchmarks/objectives.py {' '.join(sys.argv[1:])}`  ",
              f"Machine: {cpu_model()}, {os.cpu_count()} cores, Python {platform.python_version()}, 1 torch thread, "
              f"runs one at a time; medians of {max(args.repeat, 1)} round(s)\n",
              "| objective | run | steps/s (each round) | × the default's |", "|---|---|---|---|"]
@@ -96,16 +96,13 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3, 4, 5],
                         help="the population's seeds (the first one is also trained alone)")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of every run (medians reported)")
-    parser.add_argument("--write", default="", help="a file whose objectives section the table replaces ('': print only)")
+    parser.add_argument("--write", default=README, help=WRITE_HELP)
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         print(json.dumps(worker(args.worker, args.env, args.preset, args.steps, args.seeds)))
         return
-    lines = table(args)
-    print("\n".join(lines), flush=True)
-    if args.write:
-        write_section(args.write, "\n".join(lines), SECTION)
+    emit(table(args), args.write, "objectives")
 
 
 if __name__ == "__main__":
