@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
 from tests import warm_cli
-from tests.robustness.helpers import ROOT, SMALL, cli_command
+from tests.processes import wait_until
+from tests.robustness.helpers import ROOT, SMALL, cli_command, logged_steps, start_cli
 
 
 def _cold(args: list[str], cwd=ROOT) -> subprocess.CompletedProcess:
@@ -73,3 +76,27 @@ def test_each_environment_gets_its_own_server_and_rlkit_tests_cold_none(monkeypa
     assert warm_cli.run(["--help"]) is None
     for s in warm_cli._servers.values():
         s.close()
+
+
+def test_warm_processes_run_side_by_side_and_end_by_a_signal_as_a_fresh_one(tmp_path):
+    """Two commands started warm at once both run (the server waits on neither alone); a signal
+    to one ends it as it ends a fresh process, in a session of its own, and leaves the other."""
+    long = ["train", *SMALL[:-2], "--total-steps", "10000000", "--checkpoint-every", "100000000", "--run-name", "r"]
+    procs = [start_cli(*long, "--logdir", str(tmp_path / name)) for name in ("a", "b")]
+    cold = subprocess.Popen(cli_command(*long, "--logdir", str(tmp_path / "c")), cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        for name in ("a", "b", "c"):
+            assert wait_until(lambda: (tmp_path / name / "r").is_dir() and logged_steps(tmp_path / name / "r")), name
+        assert all(p.poll() is None for p in procs) and os.getsid(procs[0].pid) == procs[0].pid
+        for p in (procs[0], cold):
+            p.send_signal(signal.SIGINT)
+        warm_err, cold_err = procs[0].communicate(timeout=120)[1], cold.communicate(timeout=120)[1]
+        assert procs[0].returncode == cold.returncode == 130 and procs[1].poll() is None
+        last = [e.strip().splitlines()[-1] for e in (warm_err, cold_err)]
+        assert last[0].split("update-")[0].replace(str(tmp_path / "a"), "X") == \
+            last[1].split("update-")[0].replace(str(tmp_path / "c"), "X"), last
+    finally:
+        for p in (*procs, cold):
+            p.kill()
+        procs[1].wait(60)

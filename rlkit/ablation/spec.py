@@ -25,7 +25,7 @@ preset = "mujoco"
 random = 22.0
 reference = 500.0
 
-[smoke]                          # applied by --budget smoke (CI runs these in seconds)
+[smoke]                          # --budget smoke: over the top-level keys and the env tables' (seconds)
 seeds = 2
 total_steps = 1024
 ```
@@ -203,6 +203,7 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
         if bad:
             raise _fail(file, f"smoke.{sorted(bad)[0]}", "unknown key; allowed: envs, seeds or a TrainConfig field")
         data = {**data, **smoke}
+    budget_fields = {k: v for k, v in data.get("smoke", {}).items() if k in RUN_FIELDS} if budget else {}
     name, envs, seeds = data["name"], data["envs"], _seeds(data["seeds"], file)
     if not isinstance(name, str) or not PLAIN_NAME.fullmatch(name):
         raise _fail(file, "name", f"must be a plain folder name (a letter or digit, then letters, digits, "
@@ -219,7 +220,7 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
         raise _fail(file, "variants", "a variant needs a name (letters, digits, . _ - +)")
     _check_env_tables(data, file, set(envs) | set(full_envs))
     grid = _grid(data.get("grid", {}), file)
-    runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid)]
+    runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid, budget_fields)]
     _refuse_shared_folders(runs, file)
     _refuse_mixed_env_kwargs(runs, file)
     shown = ("env", "seed", *differing_fields(runs))
@@ -332,7 +333,10 @@ def _refuse_options_left_off(cfg: Any, own: dict[str, Any], point: dict[str, Any
 
 
 def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], variants: dict[str, Any],
-              grid: list[dict[str, Any]]) -> list[RunSpec]:
+              grid: list[dict[str, Any]], budget_fields: dict[str, Any]) -> list[RunSpec]:
+    """One run per (variant, grid point, seed) on ``env``: presets, then the top-level fields, the
+    env's table, the budget's (``[smoke]``, which also replaces what the env's table sets), the
+    variant's and the grid point's."""
     base_presets, base = _fields({k: v for k, v in data.items() if k in RUN_FIELDS or k == "preset"}, file, "spec")
     env_presets, env_fields = _fields(data.get("env", {}).get(env, {}), file, f"env.{env}")
     runs = []
@@ -348,8 +352,8 @@ def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], varia
             label = variant + ("[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]" if point else "")
             for seed in seeds:
                 try:
-                    cfg = preset(*presets, *var_presets, **{**base, **env_fields, **var_fields, **point},
-                                 env=env, seed=seed)
+                    fields = {**base, **env_fields, **budget_fields, **var_fields, **point}
+                    cfg = preset(*presets, *var_presets, **fields, env=env, seed=seed)
                 except ConfigError as exc:
                     raise _fail(file, f"variants.{variant}", f"{env} seed {seed}: {exc}") from None
                 record = cfg.to_dict()

@@ -31,6 +31,17 @@ def test_the_smoke_budget_overrides():
     assert spec.seeds == [1] and all(r.config["total_steps"] == 512 for r in spec.runs)
 
 
+def test_the_smoke_budget_also_replaces_what_an_env_table_sets_and_variants_still_apply():
+    env_table = {"CartPole-v1": {"total_steps": 100_000, "eval_every": 10_000, "learning_rate": 1e-3}}
+    data = {**BASE, "env": env_table, "smoke": {"total_steps": 512, "eval_every": 256},
+            "variants": {"ppo": {}, "low": {"learning_rate": 1e-4}}}
+    full, smoke = expand(data), expand(data, budget="smoke")
+    assert {r.config["total_steps"] for r in full.runs} == {100_000}
+    assert {r.config["total_steps"] for r in smoke.runs} == {512}
+    assert {r.config["eval_every"] for r in smoke.runs} == {256}
+    assert {r.variant: r.config["learning_rate"] for r in smoke.runs} == {"ppo": 1e-3, "low": 1e-4}
+
+
 @pytest.mark.parametrize("change,key", [
     ({"bogus": 1}, "bogus"), ({"variants": {}}, "variants"), ({"variants": {"x": {"presets": ["nope"]}}}, "variants.x"),
     ({"variants": {"sb3:a2c": {}}}, "variants.sb3:a2c"), ({"grid": {"clip_coef": []}}, "grid.clip_coef"),

@@ -56,7 +56,9 @@ def _died_in_one_line(proc, everyone):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_pool_worker_killed_under_a_run_stops_the_sweep_in_one_line_and_it_resumes(tmp_path):
-    proc, spec, out = _sweep_until(tmp_path, SLOW, "runs/*/checkpoints/update-*")
+    # Runs long enough to be in flight when a worker dies, short enough for the resume to finish them.
+    proc, spec, out = _sweep_until(tmp_path, {**SLOW, "total_steps": 16_384, "checkpoint_every": 1024},
+                                   "runs/*/checkpoints/update-*")
     # Both workers inside a run (a busy machine may start the second late): the runs still queued
     # are those that must not start after the death.
     wait_until(lambda: len({p.parent.parent.name for p in out.glob("runs/*/checkpoints/update-*")}) == 2)

@@ -38,6 +38,16 @@ def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run(cli_command(*args), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+def start_cli(*args: str, env: dict | None = None) -> "subprocess.Popen | warm_cli.WarmProcess":
+    """``rlkit ARGS`` started as a fresh process in a session of its own, its stdout and stderr
+    read by ``communicate()`` (forked warm where it can be: tests/warm_cli.py)."""
+    warm = warm_cli.popen(list(args), env)
+    if warm is not None:
+        return warm
+    return subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=env)
+
+
 def error_line(proc: subprocess.CompletedProcess) -> str:
     """The process failed as rlkit promises: exit 2, its last stderr line ``rlkit: error: ...``, no traceback."""
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])

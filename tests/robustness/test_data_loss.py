@@ -2,18 +2,17 @@
 
 import hashlib
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from rlkit.errors import ConfigError
 from rlkit.io.checkpoint import new_run_dir
-from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, run_cli
+from tests.robustness.helpers import SMALL, error_line, last_json, run_cli, start_cli
 
 
 def _start(*args):
-    return subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start_cli(*args)
 
 
 def test_runs_started_together_with_default_names_get_their_own_directories(tmp_path):

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tests import tiny_lm
+from tests import tiny_lm, warm_cli
 from tests.robustness.helpers import ROOT, SMALL, cli_command
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs a pseudo-terminal")
@@ -18,6 +18,10 @@ def stderr_of(args, terminal, tmp_path, sized=True):
     else reporting no size, as under ``script``) or to a file."""
     if not terminal:
         log = tmp_path / "stderr.log"
+        log.write_text("")
+        warm = warm_cli.popen(args, stdout=os.devnull, stderr=str(log), session=False)
+        if warm is not None:
+            return warm.wait(300), log.read_text()
         with open(log, "w") as f:
             proc = subprocess.run(cli_command(*args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=f, timeout=300)
         return proc.returncode, log.read_text()
@@ -44,9 +48,14 @@ def stderr_of(args, terminal, tmp_path, sized=True):
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    code = proc.wait(timeout=300)
+    warm = warm_cli.popen(args, stdout=os.devnull, stderr=os.ttyname(slave), session=False)
+    if warm is not None:  # the terminal stays open until the command, which opens it by name, has ended
+        code = warm.wait(300)
+        os.close(slave)
+    else:
+        proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        code = proc.wait(timeout=300)
     reader.join(10)
     os.close(master)
     return code, b"".join(chunks).decode(errors="replace")

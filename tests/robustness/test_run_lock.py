@@ -15,7 +15,7 @@ import pytest
 from rlkit.cli import main
 from rlkit.io.checkpoint import resolve_checkpoint
 
-from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, run_cli
+from tests.robustness.helpers import SMALL, error_line, last_json, run_cli, start_cli
 
 LONG = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
         "--total-steps", "10000000", "--checkpoint-every", "128", "--eval-episodes", "1"]
@@ -23,9 +23,7 @@ LONG = ["--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--upd
 
 def test_a_second_resume_of_a_run_in_training_is_refused_and_changes_nothing(tmp_path):
     run = tmp_path / "runs" / "r"
-    first = subprocess.Popen(cli_command("train", *LONG, "--logdir", str(tmp_path / "runs"), "--run-name", "r"),
-                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    first = start_cli("train", *LONG, "--logdir", str(tmp_path / "runs"), "--run-name", "r")
     try:
         deadline = time.time() + 60
         while not (run / "checkpoints" / "latest.json").exists() and time.time() < deadline:

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.processes import signal_set, state, wait_until
-from tests.robustness.helpers import ROOT, SMALL, cli_command, error_line, last_json, logged_steps, run_cli
+from tests.robustness.helpers import ROOT, SMALL, error_line, last_json, logged_steps, run_cli, start_cli
 
 
 def _start_and_signal(tmp_path, sig, *extra):
@@ -19,8 +19,7 @@ def _start_and_signal(tmp_path, sig, *extra):
     args = ["train", "--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
             "--total-steps", "10000000", "--checkpoint-every", "100000000", "--eval-episodes", "1",
             "--logdir", str(logdir), "--run-name", "r", *extra]
-    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = start_cli(*args)
     assert wait_until(lambda: proc.poll() is not None or (logdir / "r").is_dir() and len(logged_steps(logdir / "r")) >= 3,
                       poll=0.05), "the run logged no update"
     proc.send_signal(sig)  # to the main process only, as `kill -INT PID` or a notebook's interrupt does
@@ -49,8 +48,7 @@ def test_sigint_during_start_up_stops_at_the_first_update_boundary(tmp_path, asy
     args = ["train", "--env", "rlkit-test/SlowStart-v0", "--num-envs", "2", "--num-steps", "64",
             "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "10000000", "--eval-episodes", "0",
             "--logdir", str(logdir), "--run-name", "r", *(["--async-envs"] if async_envs else [])]
-    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    proc = start_cli(*args, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
     deadline = time.time() + 60
     while not marker.exists() and time.time() < deadline:
         time.sleep(0.02)
@@ -77,9 +75,8 @@ def test_a_signal_during_a_resumed_runs_start_up_leaves_its_checkpoint_as_it_was
     assert first.returncode == 0, first.stderr[-1500:]
     ckpt = logdir / "r" / "checkpoints" / "update-0000002"
     before = {p.name: p.read_bytes() for p in ckpt.iterdir()}
-    proc = subprocess.Popen(cli_command("train", "--resume", str(logdir / "r"), "--total-steps", "512"), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    proc = start_cli("train", "--resume", str(logdir / "r"), "--total-steps", "512",
+                     env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
     deadline = time.time() + 60
     while not marker.exists() and time.time() < deadline:
         time.sleep(0.02)
@@ -232,8 +229,7 @@ def test_a_second_signal_while_the_run_stops_is_still_one_line(tmp_path, gap, se
     args = ["train", "--num-envs", "2", "--num-steps", "64", "--num-minibatches", "2", "--update-epochs", "1",
             "--total-steps", "10000000", "--checkpoint-every", "128", "--eval-episodes", "1",
             "--logdir", str(logdir), "--run-name", "r"]
-    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = start_cli(*args)
     _wait_for(logdir / "r" / "checkpoints" / "update-0000003", proc)
     proc.send_signal(signal.SIGINT)
     time.sleep(gap)
@@ -250,8 +246,7 @@ def test_a_signal_during_the_final_evaluation_stops_it_and_a_resume_evaluates(tm
             "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "256", "--checkpoint-every", "128",
             "--eval-episodes", "1", "--eval-max-steps", "100000000", "--logdir", str(logdir), "--run-name", "r"]
     marker = tmp_path / "marker"  # the evaluation's episode at its 1000th step (a training episode has 64)
-    proc = subprocess.Popen(cli_command(*args), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    proc = start_cli(*args, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
     _wait_for(marker, proc)
     proc.send_signal(signal.SIGINT)
     try:
@@ -277,8 +272,7 @@ def _stuck_then_signal(tmp_path, *args):
     argv = ["train", "--env", "rlkit-test/HangsForSeed200-v0", "--num-envs", "2", "--num-steps", "64",
             "--num-minibatches", "2", "--update-epochs", "1", "--total-steps", "1000000", "--checkpoint-every", "128",
             "--eval-episodes", "1", "--logdir", str(tmp_path / "runs"), "--no-progress", *args]
-    proc = subprocess.Popen(cli_command(*argv), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
+    proc = start_cli(*argv, env={**os.environ, "RLKIT_TEST_MARKER": str(marker)})
     deadline = time.time() + 120
     while not marker.exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)
