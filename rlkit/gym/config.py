@@ -36,7 +36,8 @@ class EnvOptions:
     env_wrappers: str = ""
     """Wrapper stack on every env of the run ('' none; 'atari': no-op starts, frame skip 4, 84x84 gray,
     4 stacked frames, training per life on sign-clipped rewards, evaluation on the game score;
-    'minigrid': the 7x7 view flattened for an MLP, mission dropped)."""
+    'minigrid': the 7x7 view flattened for an MLP, mission dropped; 'no-velocity': CartPole, Pendulum,
+    LunarLander, MountainCar without the velocities in the observation)."""
     norm_obs: bool = False
     """Normalize observations with running statistics (clipped to +-10), saved in checkpoints."""
     norm_reward: bool = False

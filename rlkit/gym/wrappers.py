@@ -180,3 +180,6 @@ _WARNED: set[str] = set()
 
 
 register_wrappers("minigrid", WrapperStack(train=_minigrid, evaluate=_minigrid))
+
+
+from rlkit.gym import no_velocity as _no_velocity  # noqa: E402,F401  (registers "no-velocity")
