@@ -1,0 +1,72 @@
+"""Minibatches of whole env sequences for recurrent policies.
+
+A rollout of ``T`` steps on ``N`` envs is cut into chunks of ``L`` steps (``--bptt-length``; the
+whole rollout by default), ``C = (T / L) N`` sequences in all. Each keeps the memory state its
+env had at the chunk's first step (stored while acting) and the episode starts inside it, so
+replaying it gives the numbers the policy acted with. Minibatches are sets of sequences, never
+shuffled steps (Kapturowski et al. 2019 replay stored states the same way; sb3-contrib's
+RecurrentPPO and CleanRL's LSTM agent batch by env sequences).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, NamedTuple
+
+import torch
+
+from rlkit.core.buffer import Batch
+
+
+class SequenceMinibatch(NamedTuple):
+    """``B`` sequences of ``L`` steps."""
+
+    obs: torch.Tensor
+    """``[L, B, obs_dim]`` observations as the policy saw them."""
+    starts: torch.Tensor
+    """``[L, B]`` bool: an episode starts at that step (the state is zeroed before it)."""
+    state: torch.Tensor
+    """``[B, S]`` the memory state at each sequence's first step."""
+    targets: Batch
+    """The ``L * B`` transitions' actions, log-probs, advantages, returns and values, time-major
+    (row ``t * B + b``), as the policy's replay orders its outputs."""
+
+
+class SequenceBatches:
+    """Plain PPO's batch source for a recurrent policy: each epoch runs over every sequence of the
+    latest rollout, in shuffled minibatches of sequences."""
+
+    shuffle = True
+
+    def __init__(self, batch: Batch, starts: torch.Tensor, states: torch.Tensor, length: int) -> None:
+        """``batch``: the rollout flattened time-major (``[T * N]``, row ``t * N + n``, as
+        :meth:`RolloutBuffer.compute_batch` gives it); ``starts [T, N]``; ``states [T, N, S]`` (the
+        state before each step); ``length``: ``L``, dividing ``T``."""
+        steps, envs = starts.shape
+        if steps % length:
+            raise ValueError(f"a sequence length of {length} does not divide the rollout's {steps} steps")
+        self.pooled = batch
+        self.length, chunks = length, steps // length
+        self.count = chunks * envs
+        """``C``: the sequences of the rollout."""
+
+        def to_sequences(x: torch.Tensor) -> torch.Tensor:
+            # [T, N, ...] -> [L, C, ...], sequence c = chunk * N + n
+            x = x.reshape(chunks, length, envs, *x.shape[2:]).transpose(0, 1)
+            return x.reshape(length, self.count, *x.shape[3:])
+
+        self.obs = to_sequences(batch.obs.reshape(steps, envs, *batch.obs.shape[1:]))
+        self.starts = to_sequences(starts)
+        self.state = states[::length].reshape(self.count, *states.shape[2:])
+        self.targets = Batch(*(None if x is None else to_sequences(x.reshape(steps, envs, *x.shape[1:]))
+                               for x in batch))
+
+    def minibatches(self, num_minibatches: int, generator: torch.Generator) -> Iterator[SequenceMinibatch]:
+        """One epoch: the sequences shuffled by ``generator`` in ``num_minibatches`` groups (at most
+        ``C``) whose sizes differ by one at most: every sequence is trained on in every epoch."""
+        order = torch.randperm(self.count, generator=generator)
+        for pick in torch.tensor_split(order, min(num_minibatches, self.count)):
+            pick = pick.to(self.obs.device)
+            targets = Batch(*(None if x is None else x.index_select(1, pick).reshape(-1, *x.shape[2:])
+                              for x in self.targets))
+            yield SequenceMinibatch(self.obs.index_select(1, pick), self.starts.index_select(1, pick),
+                                    self.state.index_select(0, pick), targets)
