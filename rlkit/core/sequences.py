@@ -70,3 +70,9 @@ class SequenceBatches:
                               for x in self.targets))
             yield SequenceMinibatch(self.obs.index_select(1, pick), self.starts.index_select(1, pick),
                                     self.state.index_select(0, pick), targets)
+
+
+def sequences_on(mb: SequenceMinibatch, device: torch.device) -> SequenceMinibatch:
+    """``mb`` with every tensor on ``device``."""
+    return SequenceMinibatch(mb.obs.to(device), mb.starts.to(device), mb.state.to(device),
+                             mb.targets.map(lambda x: x.to(device)))

@@ -18,6 +18,7 @@ from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.evaluation import EvalResult, run_episodes
 from rlkit.gym.masking import MaskedActorCritic, check_mask
 from rlkit.gym.policies import MLPActorCritic
+from rlkit.gym.recurrent_policy import RecurrentActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
 from rlkit.variants.migrate import require_known_options
 
@@ -25,9 +26,13 @@ from rlkit.variants.migrate import require_known_options
 class Agent:
     """Acts with the trained policy; normalization statistics are frozen."""
 
-    def __init__(self, model: MLPActorCritic | CNNActorCritic | MaskedActorCritic, obs_norm: ObsNormalizer,
-                 encoder: ObsEncoder) -> None:
+    def __init__(self, model: MLPActorCritic | CNNActorCritic | MaskedActorCritic | RecurrentActorCritic,
+                 obs_norm: ObsNormalizer, encoder: ObsEncoder) -> None:
         self.model, self.obs_norm, self.encoder = model, obs_norm, encoder
+        self.recurrent = isinstance(model, RecurrentActorCritic)
+        """The policy has memory: :meth:`act` carries its state from call to call (see :meth:`start_episode`)."""
+        self.state: np.ndarray | None = None
+        """A recurrent policy's ``[N, 2 S]`` state after the latest :meth:`act` (None: at an episode's start)."""
         self.masked = isinstance(model, MaskedActorCritic)
         """The policy reads action masks (see :mod:`rlkit.gym.masking`)."""
         self.obs_shape = encoder.space.shape if isinstance(encoder.space, gym.spaces.Box) else None
@@ -40,10 +45,30 @@ class Agent:
         a list of observations for any other. ``action_mask``: ``[A]`` or ``[N, A]`` booleans for a
         policy trained with masks (None: every action allowed)."""
         x, single = self.inputs(obs, action_mask)
+        if self.recurrent:
+            return self._act_in_state(x, single, deterministic, rng)
         if deterministic:
             actions = self.actor.mode(x)
         else:
             actions = self.actor.act(x, rng if rng is not None else np.random.default_rng()).actions
+        actions = self.model.head.to_env(actions)
+        return actions[0] if single else actions
+
+    def start_episode(self) -> None:
+        """A recurrent policy's next :meth:`act` starts an episode (its state is zeroed)."""
+        self.state = None
+
+    def _act_in_state(self, x: np.ndarray, single: bool, deterministic: bool,
+                      rng: np.random.Generator | None) -> np.ndarray:
+        """:meth:`act` of a recurrent policy: in the state the previous call left (zeros at an
+        episode's start, or when the number of observations changed)."""
+        state = self.state if self.state is not None and len(self.state) == len(x) else \
+            self.model.initial_state(len(x))  # type: ignore[union-attr]
+        if deterministic:
+            actions, self.state = self.actor.mode(x, state)
+        else:
+            step = self.actor.act(x, state, rng if rng is not None else np.random.default_rng())
+            actions, self.state = step.act.actions, step.state
         actions = self.model.head.to_env(actions)
         return actions[0] if single else actions
 
@@ -92,14 +117,22 @@ class Agent:
     def evaluate(self, env_id: str, episodes: int, seed: int = 0, max_steps: int | None = None,
                  progress: bool = False, env_kwargs: dict[str, Any] | None = None, wrappers: str = "") -> EvalResult:
         """Deterministic returns over ``episodes`` episodes (see :func:`run_episodes`)."""
-        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs, self.masked, wrappers)
+        return run_episodes(self.act, env_id, episodes, seed, max_steps, progress, env_kwargs, self.masked, wrappers,
+                            self.start_episode if self.recurrent else None)
 
     @classmethod
     def build(cls, cfg: TrainConfig, obs_space: gym.Space, action_space: gym.Space, masked: bool = False) -> "Agent":
         """The policy for these spaces: a CNN over image observations (never normalized), else MLPs;
         with ``masked``, wrapped to read action masks (``Discrete`` actions only)."""
         encoder = make_encoder(obs_space)
-        if encoder.image is not None:
+        if cfg.memory and (encoder.image is not None or masked):
+            raise UnsupportedSpaceError(f"--memory {cfg.memory} reads vector observations without action masks; "
+                                        f"{cfg.env}'s {'images' if encoder.image is not None else 'masks'} are not "
+                                        "offered with it")
+        if cfg.memory:
+            model = RecurrentActorCritic(obs_space, action_space, cfg.memory, cfg.memory_size, cfg.hidden_sizes)
+            norm = ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous)
+        elif encoder.image is not None:
             model = CNNActorCritic(encoder.image, encoder.scale, make_head(action_space))  # type: ignore[attr-defined]
             norm = ObsNormalizer((encoder.dim,), False, dtype=np.uint8)
         else:

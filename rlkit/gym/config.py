@@ -20,7 +20,7 @@ from rlkit.core.config import (PPOConfig, checkpoint_cadence, config_group, defe
 from rlkit.errors import ConfigError
 from rlkit.variants import VariantGroups, variant_presets
 
-__all__ = ["ComputeOptions", "ConfigError", "EnvOptions", "EvalOptions", "PRESETS", "RunOptions", "TrainConfig",
+__all__ = ["ComputeOptions", "ConfigError", "EnvOptions", "EvalOptions", "MemoryOptions", "PRESETS", "RunOptions", "TrainConfig",
            "deferred_validation", "preset"]
 
 
@@ -83,6 +83,20 @@ class EvalOptions:
 
 
 @config_group
+class MemoryOptions:
+    """A recurrent policy: actor and critic each read the observations through a memory torso
+    before their MLPs, and updates replay whole env sequences from their stored states."""
+
+    memory: str = ""
+    """Memory torso: lstm or gru ('' none: a feed-forward policy)."""
+    memory_size: int = 64
+    """Units of each memory torso."""
+    bptt_length: int = 0
+    """Steps per sequence an update replays from its stored starting state (back-propagation
+    through time): a divisor of num_steps; 0 for whole rollouts (num_steps)."""
+
+
+@config_group
 class ComputeOptions:
     """Where the update runs and how the sub-environments step (the numbers stay those of the
     config; plain and fast kernels agree within rounding)."""
@@ -125,6 +139,7 @@ class TrainConfig(ComposedConfig):
     environment: EnvOptions = field(default_factory=EnvOptions)
     run: RunOptions = field(default_factory=RunOptions)
     evaluation: EvalOptions = field(default_factory=EvalOptions)
+    recurrence: MemoryOptions = field(default_factory=MemoryOptions)
     compute: ComputeOptions = field(default_factory=ComputeOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """PPO update hyperparameters."""
@@ -155,6 +170,10 @@ class TrainConfig(ComposedConfig):
         check_backend(self.env_backend, self.async_envs, self.env_wrappers)
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
+        if self.memory:
+            from rlkit.gym.recurrent_rollout import check_memory
+
+            check_memory(self)
 
     def showing(self, names: Iterable[str]) -> TrainConfig:
         """This config with ``names`` (the fields a command line set) among what its run's hparams

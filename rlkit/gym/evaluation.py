@@ -117,13 +117,15 @@ def eval_failure(env_id: str, exc: BaseException) -> BaseException:
 
 def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, seed: int = 0,
                  max_steps: int | None = None, progress: bool = False,
-                 env_kwargs: dict[str, Any] | None = None, masked: bool = False, wrappers: str = "") -> EvalResult:
+                 env_kwargs: dict[str, Any] | None = None, masked: bool = False, wrappers: str = "",
+                 start_episode: Callable[[], None] | None = None) -> EvalResult:
     """Returns of ``act`` over ``episodes`` episodes (seeds ``seed, seed+1, ...``). Each episode is
     cut after ``max_steps`` (default: the env's own time limit, else :data:`DEFAULT_EVAL_CAP`) so
     an env that never ends cannot hang the evaluation. The protocol every rlkit evaluation (and
     the sweep's baselines) uses. ``progress``: a bar of episodes on a terminal; ``env_kwargs``: for
     ``gymnasium.make``; ``masked``: ``act(obs, action_mask=...)`` gets the env's action mask;
-    ``wrappers``: the run's wrapper stack (its evaluation side, :mod:`rlkit.gym.wrappers`)."""
+    ``wrappers``: the run's wrapper stack (its evaluation side, :mod:`rlkit.gym.wrappers`);
+    ``start_episode``: called before each episode's first action (a recurrent policy zeroes its state)."""
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes <= 0:
         raise ConfigError(f"episodes must be a positive integer, got {episodes!r}")
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps <= 0):
@@ -133,6 +135,8 @@ def run_episodes(act: Callable[..., np.ndarray], env_id: str, episodes: int, see
     bar = progress_bar(episodes, "episode", progress, "evaluating")
     with contextlib.closing(bar), _closed_on_failure(env, env_id):
         while not done:
+            if start_episode is not None and run.steps == 0:
+                start_episode()
             action = act(run.obs, action_mask=env_mask(env, run.info, env.action_space.n)) if masked else act(run.obs)
             ended = len(run.returns)
             done = run.step(action)

@@ -26,6 +26,7 @@ from rlkit.core.loop import EPISODE_RESEED_STRIDE, EVAL_SEED_OFFSET, Iteration, 
 from rlkit.core.normalization import RewardScaler
 from rlkit.core.objective import with_behaviour_params
 from rlkit.core.optim import FlatParameters
+from rlkit.core.sequences import SequenceBatches, SequenceMinibatch, sequences_on
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.errors import ConfigError, EnvError, NonFiniteError, one_line
 from rlkit.fast import select_kernels
@@ -37,6 +38,7 @@ from rlkit.gym.envs import (as_observation_array, close_envs, make_vec_env, new_
                             vector_env_masks)
 from rlkit.gym.episodes import Episodes
 from rlkit.gym.policies import ActResult, NumpyActor
+from rlkit.gym.recurrent_rollout import recurrent_rollout
 from rlkit.io.checkpoint import discard_unused
 from rlkit.io.logger import Logger
 from rlkit.io.run import open_run_dir, timestamp, write_result
@@ -148,7 +150,7 @@ class PPOTrainer:
         flat = FlatParameters(self.model.ordered_parameters(),
                               split=sum(p.numel() for p in self.model.actor_parameters()))
         image = self.agent.encoder.image is not None
-        self.kernels = select_kernels(cfg.kernels, small_mlp=not (image or masked), device=self.device)
+        self.kernels = select_kernels(cfg.kernels, small_mlp=not (image or masked or cfg.memory), device=self.device)
         self.kernels.prepare(self.model, flat)
         self.learner = build_learner("gym", cfg, flat, self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                      self.device, self.model, FreshRollout(cfg.gamma, cfg.gae_lambda),
@@ -158,6 +160,7 @@ class PPOTrainer:
                               Episodes(cfg.num_envs), Evaluations())
         self.buffer = RolloutBuffer(cfg.num_steps, cfg.num_envs, self.model.obs_dim, self.head.action_shape,
                                     self.head.action_dtype, torch.uint8 if image else torch.float32)
+        self.memory = recurrent_rollout(cfg, self.model, self.learner.objective)
 
     # ----------------------------------------------------------------------------- rollout
     def _start_episodes(self) -> None:
@@ -166,6 +169,8 @@ class PPOTrainer:
         self.obs = self._with_masks(self.parts.obs_norm(self.encode(reset_envs(self.envs, self.cfg.env,
                                                                                 self.episode_seed())), update=True))
         self.parts.rew_scaler.reset()
+        if self.memory:
+            self.memory.reset()
         self.learner.source.reset()
         self.parts.episodes.reset()
 
@@ -209,7 +214,8 @@ class PPOTrainer:
         """Fill the buffer with ``num_steps`` vector steps; returns V of the last observations."""
         actor, rng = self.actor, self.learner.rng
         for t in range(self.cfg.num_steps):
-            self.record_step(t, actor.act(self.obs, rng, with_values=False), actor)
+            act = self.memory.act(t, actor, self.obs, rng) if self.memory else actor.act(self.obs, rng, with_values=False)
+            self.record_step(t, act, actor)
         return self.end_rollout(actor)
 
     def record_step(self, t: int, act: ActResult, actor: NumpyActor) -> None:
@@ -228,13 +234,17 @@ class PPOTrainer:
             ids = np.flatnonzero(timeouts)
             final = self._with_masks(obs_norm(self.encode([info["final_obs"][i] for i in ids], items=True),
                                               update=False), final=True)
-            buf.set_final(t, ids, final, actor.value(final))
+            buf.set_final(t, ids, final, self.memory.final_values(actor, final, ids) if self.memory else actor.value(final))
+        if self.memory:
+            self.memory.stepped(dones)
         self.obs = self._with_masks(obs_norm(next_obs, update=True))
 
     def end_rollout(self, actor: NumpyActor) -> np.ndarray:
         """After the rollout's last step: episode statistics, V(s_t) for the whole rollout in one
         batched pass with ``actor`` (the snapshot that acted); returns V of the last observations."""
         self.parts.episodes.rollout(self.buffer.np["raw_rewards"], self.buffer.np["dones"])
+        if self.memory:  # its values came with its actions, each in the state it was met in
+            return self.memory.last_values(actor, self.obs)
         self.buffer.set_values(actor.value)
         return actor.value(self.obs)
 
@@ -247,19 +257,26 @@ class PPOTrainer:
             return stats
         source = with_behaviour_params(source, self.learner, lambda obs: self.model.forward(obs.to(self.device))[0],
                                        self.head, self.cfg.num_minibatches)
+        source = self.memory.sequences(source) if self.memory else source
         stats.update(self.learner.passes(source, self.optimize))
         self.actor = self.model.snapshot()
         return stats
 
-    def optimize(self, source: FullBatch | HybridBatches) -> dict[str, float]:
-        """``update_epochs`` epochs of minibatch PPO on ``source.epoch_batch()``; returns mean loss statistics."""
+    def optimize(self, source: FullBatch | HybridBatches | SequenceBatches) -> dict[str, float]:
+        """``update_epochs`` epochs of minibatch PPO on ``source``'s minibatches (transitions, or a
+        recurrent policy's whole sequences); returns mean loss statistics."""
         device, model, learner = self.device, self.model, self.learner
 
-        def epoch_minibatches() -> Iterator[Batch]:
+        def epoch_minibatches() -> Iterator[Batch | SequenceMinibatch]:
+            if isinstance(source, SequenceBatches):
+                return (sequences_on(mb, device) for mb in source.minibatches(self.cfg.num_minibatches,
+                                                                               learner.generator))
             batch = source.epoch_batch().map(lambda x: x.to(device))
             return iterate_minibatches(batch, self.cfg.num_minibatches, learner.generator, source.shuffle)
 
-        def forward(mb: Batch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
+        def forward(mb: Batch | SequenceMinibatch) -> tuple[torch.Tensor, torch.Tensor, Batch]:
+            if isinstance(mb, SequenceMinibatch):
+                return (*model.replay(mb.obs, mb.starts, mb.state), mb.targets)  # type: ignore[union-attr]
             return (*model.forward(mb.obs), mb)  # forward, not __call__: no module hooks on every minibatch
 
         stats = ppo_epochs(epoch_minibatches, forward, self.head, learner.flat, learner.optimizer, self.cfg.ppo,
