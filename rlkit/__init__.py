@@ -21,7 +21,8 @@ _EXPORTS = {
     "rlkit.gym.agent": ("Agent", "load_agent"),
     "rlkit.gym.config": ("PRESETS", "TrainConfig", "preset"),
     "rlkit.gym.population": ("MemberOutcome", "resume_population", "train_population"),
-    "rlkit.gym.trainer": ("PPOTrainer", "TrainResult", "train"),
+    "rlkit.gym.trainer": ("PPOTrainer", "train"),
+    "rlkit.gym.result": ("TrainResult",),
     "rlkit.variants": ("VariantGroups",),
 }
 """Each public name -> the module that defines it, imported on first use: ``import rlkit`` (and

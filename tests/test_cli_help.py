@@ -90,8 +90,8 @@ def groups(text: str) -> dict[str, list[str]]:
 
 def test_train_help_groups_its_flags_and_lists_no_option_it_refuses(capsys, monkeypatch):
     shown = groups(help_text(capsys, monkeypatch, "train"))
-    assert list(shown) == ["options", "environment options", "run options", "evaluation options", "compute options",
-                           "ppo options", "variants.outer options", "variants.hp3o options", "variants.no-clip options",
+    assert list(shown) == ["options", "environment options", "run options", "evaluation options",
+                           "recurrent options", "compute options", "ppo options", "variants.outer options", "variants.hp3o options", "variants.no-clip options",
                            "variants.kl-fixed options", "variants.kl-adaptive options"]
     assert shown["variants.no-clip options"] == ["--unclipped"]
     assert shown["variants.kl-fixed options"] == ["--kl-fixed", "--kl-beta"]
@@ -100,6 +100,7 @@ def test_train_help_groups_its_flags_and_lists_no_option_it_refuses(capsys, monk
     assert {"--logdir", "--run-name", "--resume", "--checkpoint-every", "--preset", "--seeds",
             "--population"} <= set(shown["run options"])
     assert set(shown["evaluation options"]) == {"--eval-episodes", "--eval-every", "--eval-max-steps"}
+    assert shown["recurrent options"] == ["--memory", "--memory-size", "--bptt-length"]
     assert set(shown["compute options"]) == {"--device", "--torch-threads", "--kernels", "--async-envs",
                                              "--env-backend"}
     flags = [f for group in shown.values() for f in group]

@@ -139,7 +139,7 @@ class TrainConfig(ComposedConfig):
     environment: EnvOptions = field(default_factory=EnvOptions)
     run: RunOptions = field(default_factory=RunOptions)
     evaluation: EvalOptions = field(default_factory=EvalOptions)
-    recurrence: MemoryOptions = field(default_factory=MemoryOptions)
+    recurrent: MemoryOptions = field(default_factory=MemoryOptions)
     compute: ComputeOptions = field(default_factory=ComputeOptions)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     """PPO update hyperparameters."""

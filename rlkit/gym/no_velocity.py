@@ -1,4 +1,4 @@
-"""``--env-wrappers no-velocity``: classic-control tasks with their velocities removed from the
+"""The ``no-velocity`` wrapper stack (registered in :mod:`rlkit.gym.wrappers`): classic-control tasks with their velocities removed from the
 observation, so that acting well needs memory (positions seen over several steps).
 
 The tasks and the entries removed are those of sb3-contrib's "NoVel" benchmark of recurrent PPO
@@ -12,7 +12,6 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.errors import ConfigError
-from rlkit.gym.wrappers import WrapperStack, register_wrappers
 
 VELOCITIES: dict[str, tuple[int, tuple[int, ...]]] = {
     "CartPole": (4, (1, 3)),  # x, x', theta, theta'
@@ -46,12 +45,11 @@ def kept_indices(env: gym.Env) -> np.ndarray:
     return np.array([i for i in range(size) if i not in velocities])
 
 
-def _no_velocity(env: gym.Env) -> gym.Env:
+def no_velocity(env: gym.Env) -> gym.Env:
+    """``env`` with the velocities dropped from its observation (see :data:`VELOCITIES`)."""
     keep = kept_indices(env)
     space = env.observation_space
     low, high = space.low[keep], space.high[keep]  # type: ignore[attr-defined]
     return gym.wrappers.TransformObservation(env, lambda obs: np.asarray(obs)[keep],
                                              gym.spaces.Box(low, high, dtype=space.dtype))  # type: ignore[arg-type]
 
-
-register_wrappers("no-velocity", WrapperStack(train=_no_velocity, evaluate=_no_velocity))

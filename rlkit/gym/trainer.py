@@ -9,9 +9,7 @@ through :mod:`rlkit.variants.base`; the loop around updates is :mod:`rlkit.core.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -38,6 +36,7 @@ from rlkit.gym.envs import (as_observation_array, close_envs, make_vec_env, new_
                             vector_env_masks)
 from rlkit.gym.episodes import Episodes
 from rlkit.gym.policies import ActResult, NumpyActor
+from rlkit.gym.result import TrainResult
 from rlkit.gym.recurrent_rollout import recurrent_rollout
 from rlkit.io.checkpoint import discard_unused
 from rlkit.io.logger import Logger
@@ -47,37 +46,6 @@ from rlkit.io.threads import blas_threads, seed_and_threads
 from rlkit.variants.plugged import build_learner
 from rlkit.variants.fresh import FreshRollout
 from rlkit.variants.hp3o_episodes import HybridBatches
-
-
-@dataclass
-class TrainResult:
-    """What ``rlkit.train`` returns (and ``rlkit train`` prints as one JSON line)."""
-
-    env: str
-    seed: int
-    total_steps: int
-    steps_per_second: float
-    eval_return_mean: float
-    eval_return_std: float
-    run_dir: str
-    variant: str
-    updates: int
-    eval_history: list[tuple[int, float, float]] = field(default_factory=list)
-    """``(env steps, return mean, return std)`` of every evaluation (``--eval-every``, and the final one)."""
-    eval_seconds: list[float] = field(default_factory=list)
-    """Training seconds (rollouts and updates, not evaluation) before each evaluation of ``eval_history``."""
-    agent: Agent | None = field(default=None, repr=False, compare=False)
-    train_return_last100: float = float("nan")
-    """Mean return of the last 100 training episodes (NaN before any): the PPO paper's score."""
-
-    def to_json(self) -> dict[str, object]:
-        """The result as JSON values (a NaN return, e.g. with no evaluation, becomes null)."""
-        out = {k: v for k, v in asdict(self).items() if k != "agent"}
-        return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in out.items()}
-
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        assert self.agent is not None
-        return self.agent.act(obs)
 
 
 class PPOTrainer:

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlkit.errors import ConfigError
+from rlkit.gym.no_velocity import no_velocity
 
 log = logging.getLogger("rlkit")
 
@@ -182,4 +183,5 @@ _WARNED: set[str] = set()
 register_wrappers("minigrid", WrapperStack(train=_minigrid, evaluate=_minigrid))
 
 
-from rlkit.gym import no_velocity as _no_velocity  # noqa: E402,F401  (registers "no-velocity")
+
+register_wrappers("no-velocity", WrapperStack(train=no_velocity, evaluate=no_velocity))

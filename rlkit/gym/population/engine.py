@@ -36,7 +36,8 @@ from rlkit.errors import RlkitError, one_line
 from rlkit.gym.population.eval import evaluate_together
 from rlkit.gym.population.network import MemberBatch, StackedLoss, StackedParameters, direct_step, stacked_epochs
 from rlkit.gym.population.rollout import StackedRollout
-from rlkit.gym.trainer import PPOTrainer, TrainResult
+from rlkit.gym.result import TrainResult
+from rlkit.gym.trainer import PPOTrainer
 from rlkit.io.checkpoint import checkpoint_candidates
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
