@@ -1,6 +1,7 @@
 """Reference implementations in a sweep: Stable-Baselines3 PPO (``sb3:ppo``), sb3-contrib TRPO
-(``sb3-contrib:trpo``, the trust-region method both Outer-PPO and HP3O argue against) and
-sb3-contrib MaskablePPO (``sb3-contrib:maskable-ppo``, for envs with action masks), trained on
+(``sb3-contrib:trpo``, the trust-region method both Outer-PPO and HP3O argue against),
+sb3-contrib MaskablePPO (``sb3-contrib:maskable-ppo``, for envs with action masks) and
+RecurrentPPO (``sb3-contrib:recurrent-ppo``, an LSTM policy, for ``--memory lstm``), trained on
 the same env, seed and step budget as the rlkit runs, from the same config record where the two
 libraries share a setting, and evaluated with rlkit's deterministic protocol
 (:func:`rlkit.gym.agent.run_episodes`: greedy actions, env seeds ``seed + 10000 + i``).
@@ -69,6 +70,7 @@ def _policy(space: Any) -> str:
 
 
 MASKABLE = "sb3-contrib:maskable-ppo"
+RECURRENT = "sb3-contrib:recurrent-ppo"
 
 
 class _Masks(gym.Wrapper):
@@ -126,6 +128,17 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
         except ImportError:
             raise ConfigError(f"{kind} needs the optional extra: pip install 'rlkit[baselines]'") from None
         return MaskablePPO(policy, env, **ppo)  # PPO's settings, invalid actions masked (Huang & Ontañón 2022)
+    if kind == RECURRENT:
+        try:
+            from sb3_contrib import RecurrentPPO
+        except ImportError:
+            raise ConfigError(f"{kind} needs the optional extra: pip install 'rlkit[baselines]'") from None
+        # An LSTM of the record's memory_size in front of the actor's and the critic's MLPs, each its own
+        # (RecurrentPPO's defaults shared_lstm=False, enable_critic_lstm=True): rlkit's --memory lstm.
+        lstm = dict(lstm_hidden_size=cfg.get("memory_size", 64), n_lstm_layers=1, shared_lstm=False,
+                    enable_critic_lstm=True)
+        ppo["policy_kwargs"] = {**ppo["policy_kwargs"], **lstm}
+        return RecurrentPPO(policy.replace("Policy", "LstmPolicy"), env, **ppo)
     try:
         from sb3_contrib import TRPO
     except ImportError:
@@ -152,10 +165,35 @@ def sb3_logger(logger: Logger) -> Any:
     return SB3Logger(folder=None, output_formats=[Forward()])
 
 
+def _greedy(model: Any, kind: str) -> tuple[Any, Any]:
+    """(``act(obs, action_mask=None)``: the model's deterministic action, ``start_episode()``: called
+    before each evaluation episode, which zeroes RecurrentPPO's LSTM state)."""
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    memory: dict[str, Any] = {"state": None, "start": True}  # RecurrentPPO's LSTM state within an episode
+
+    def start_episode() -> None:
+        memory.update(state=None, start=True)
+
+    def act(obs: np.ndarray, action_mask: np.ndarray | None = None) -> np.ndarray:
+        env = model.get_env()
+        x = env.normalize_obs(obs) if isinstance(env, VecNormalize) else obs
+        masks = {} if action_mask is None else {"action_masks": action_mask}
+        if kind == RECURRENT:
+            masks = {"state": memory["state"], "episode_start": np.array([memory["start"]])}
+        action, state = model.predict(x, deterministic=True, **masks)
+        memory.update(state=state, start=False)
+        space = env.action_space
+        if hasattr(space, "low"):
+            return np.clip(action, space.low, space.high)
+        return action.item() if np.ndim(action) == 0 else action  # a Discrete action as a Python int (dict-keyed envs)
+
+    return act, start_episode
+
+
 def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """Train and evaluate one baseline run; returns (and writes) its ``result.json``."""
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import VecNormalize
 
     model = build_model(kind, cfg)
     # A baseline keeps no checkpoints: a stopped one starts again from step 0, and its new event file
@@ -168,22 +206,14 @@ def train_baseline(kind: str, cfg: dict[str, Any], run_dir: Path) -> dict[str, A
     seconds: list[float] = []
     clock = {"start": time.perf_counter(), "eval": 0.0}
 
-    def act(obs: np.ndarray, action_mask: np.ndarray | None = None) -> np.ndarray:
-        env = model.get_env()
-        x = env.normalize_obs(obs) if isinstance(env, VecNormalize) else obs
-        masks = {} if action_mask is None else {"action_masks": action_mask}
-        action, _ = model.predict(x, deterministic=True, **masks)
-        space = env.action_space
-        if hasattr(space, "low"):
-            return np.clip(action, space.low, space.high)
-        return action.item() if np.ndim(action) == 0 else action  # a Discrete action as a Python int (dict-keyed envs)
+    act, start_episode = _greedy(model, kind)
 
     def evaluate(step: int) -> None:
         start = time.perf_counter()
         seconds.append(start - clock["start"] - clock["eval"])  # training time so far
         result = run_episodes(act, cfg["env"], cfg["eval_episodes"], cfg["seed"] + EVAL_SEED_OFFSET,
                               cfg["eval_max_steps"] or None, env_kwargs=_env_kwargs(cfg), masked=kind == MASKABLE,
-                              wrappers=cfg.get("env_wrappers") or "")
+                              wrappers=cfg.get("env_wrappers") or "", start_episode=start_episode)
         clock["eval"] += time.perf_counter() - start
         history.append((step, result.mean, result.std))
         logger.scalars({"eval/return_mean": result.mean, "eval/return_std": result.std}, step)

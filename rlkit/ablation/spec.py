@@ -13,7 +13,8 @@ eval_every = 10_000
 ppo = {}
 "outer-sigma1.5" = { outer = true, outer_lr = 1.5 }
 hp3o = { presets = ["hp3o"] }
-"sb3:ppo" = {}                   # reference implementations: sb3:ppo, sb3-contrib:trpo, sb3-contrib:maskable-ppo
+"sb3:ppo" = {}                   # reference implementations: sb3:ppo, sb3-contrib:trpo, sb3-contrib:maskable-ppo,
+                                 # sb3-contrib:recurrent-ppo (an LSTM of memory_size units)
 
 [grid]                           # optional: crossed with every rlkit variant
 outer_momentum = [0.0, 0.5]
@@ -46,7 +47,7 @@ from rlkit.errors import ConfigError
 from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
 from rlkit.core.composed import flat_field_names
 
-BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo")
+BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo", "sb3-contrib:recurrent-ppo")
 """Reference implementations a variant may name (optional extra ``baselines``)."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
 RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume",
@@ -307,6 +308,9 @@ def _refuse_variant_options(record: dict[str, Any], own: dict[str, Any], file: s
     the rlkit variants' defaults and do not concern it.)"""
     from rlkit.variants import registered, variant_fields
 
+    if variant == "sb3-contrib:recurrent-ppo" and record.get("memory") not in ("", "lstm"):
+        raise _fail(file, f"variants.{variant}", f"RecurrentPPO's memory is an LSTM; the spec sets memory = "
+                                                 f"{record.get('memory')!r} for it")
     on = next((n for n in registered() if record.get(n) is True), None)
     on = on or next((n for n in own if n in variant_fields()), None)
     if on is not None:
