@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.util
 import json
 import logging
 import signal
@@ -49,7 +50,9 @@ def check_env_id(env_id: str) -> None:
     try:
         gym.spec(name)
     except gym.error.Error as exc:
-        raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}") from None
+        hint = " (POPGym's ids need the popgym package: pip install 'rlkit[popgym]')" \
+            if name.startswith("popgym-") and importlib.util.find_spec("popgym") is None else ""
+        raise EnvError(f"unknown environment id {env_id!r}: {_one_line(exc)}{hint}") from None
 
 
 def _import_failure(exc: BaseException) -> str:
@@ -64,13 +67,14 @@ def _import_failure(exc: BaseException) -> str:
 
 @functools.cache
 def register_installed() -> None:
-    """Register the ids of every env package of :data:`NAMESPACES` (and MiniGrid) that is installed
-    (once per process)."""
+    """Register the ids of every env package of :data:`NAMESPACES` (and MiniGrid's and POPGym's)
+    that is installed (once per process)."""
     for module, function, _ in NAMESPACES.values():  # a package that is missing or broken registers nothing
         with contextlib.suppress(Exception):
             _register(module, function)
-    with contextlib.suppress(Exception):
-        importlib.import_module("minigrid")  # MiniGrid registers its ids when imported
+    for package in ("minigrid", "popgym"):  # each registers its ids when imported
+        with contextlib.suppress(Exception):
+            importlib.import_module(package)
 
 
 def _register(module: str, function: str | None) -> None:
@@ -107,7 +111,8 @@ def register_namespace(env_id: str) -> None:
                        f"{_import_failure(exc)}") from None
 
 
-EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid"}
+EXTRAS = {"gymnasium.envs.box2d": "box2d", "ale_py": "atari", "minatar": "minatar", "minigrid": "minigrid",
+          "popgym": "popgym"}
 """Entry-point module prefix -> the rlkit extra that installs what its envs need."""
 
 
