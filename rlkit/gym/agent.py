@@ -18,6 +18,7 @@ from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.evaluation import EvalResult, run_episodes
 from rlkit.gym.masking import MaskedActorCritic, check_mask
 from rlkit.gym.policies import MLPActorCritic
+from rlkit.gym.recurrent_cnn import RecurrentCNNActorCritic
 from rlkit.gym.recurrent_policy import RecurrentActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
 from rlkit.variants.migrate import require_known_options
@@ -26,10 +27,11 @@ from rlkit.variants.migrate import require_known_options
 class Agent:
     """Acts with the trained policy; normalization statistics are frozen."""
 
-    def __init__(self, model: MLPActorCritic | CNNActorCritic | MaskedActorCritic | RecurrentActorCritic,
+    def __init__(self, model: MLPActorCritic | CNNActorCritic | MaskedActorCritic | RecurrentActorCritic |
+                 RecurrentCNNActorCritic,
                  obs_norm: ObsNormalizer, encoder: ObsEncoder) -> None:
         self.model, self.obs_norm, self.encoder = model, obs_norm, encoder
-        self.recurrent = isinstance(model, RecurrentActorCritic)
+        self.recurrent = isinstance(model, (RecurrentActorCritic, RecurrentCNNActorCritic))
         """The policy has memory: :meth:`act` carries its state from call to call (see :meth:`start_episode`)."""
         self.state: np.ndarray | None = None
         """A recurrent policy's ``[N, 2 S]`` state after the latest :meth:`act` (None: at an episode's start)."""
@@ -125,11 +127,13 @@ class Agent:
         """The policy for these spaces: a CNN over image observations (never normalized), else MLPs;
         with ``masked``, wrapped to read action masks (``Discrete`` actions only)."""
         encoder = make_encoder(obs_space)
-        if cfg.memory and (encoder.image is not None or masked):
-            raise UnsupportedSpaceError(f"--memory {cfg.memory} reads vector observations without action masks; "
-                                        f"{cfg.env}'s {'images' if encoder.image is not None else 'masks'} are not "
-                                        "offered with it")
-        if cfg.memory:
+        if cfg.memory and masked:
+            raise UnsupportedSpaceError(f"--memory {cfg.memory} does not read action masks yet; {cfg.env} gives them")
+        if cfg.memory and encoder.image is not None:
+            model = RecurrentCNNActorCritic(encoder.image, encoder.scale, make_head(action_space),  # type: ignore[attr-defined]
+                                            cfg.memory, cfg.memory_size)
+            norm = ObsNormalizer((encoder.dim,), False, dtype=np.uint8)
+        elif cfg.memory:
             model = RecurrentActorCritic(obs_space, action_space, cfg.memory, cfg.memory_size, cfg.hidden_sizes)
             norm = ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous)
         elif encoder.image is not None:
