@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlkit.cli_flags import (flags_given, refuse_options_left_off, refuse_repeated_lists, refuse_switched_off,
-                             refuse_unhonoured, resume_changes)
+from rlkit.cli_flags import (flags_given, refuse_memory_options_without_memory, refuse_options_left_off,
+                             refuse_repeated_lists, refuse_switched_off, refuse_unhonoured, resume_changes)
 from rlkit.core.config import deferred_validation
 from rlkit.errors import ConfigError, RlkitError
 from rlkit.io.signals import StopRequest, stop_on_signals
@@ -65,6 +65,7 @@ def _train(argv: list[str]) -> int:
                            hidden=frozenset({"hparams"}))  # set by a sweep or from Python; rlkit train adds its flags
     refuse_switched_off(cfg, rest)
     refuse_options_left_off(cfg, rest)
+    refuse_memory_options_without_memory(cfg, rest)
     cfg = cfg if known.resume else cfg.showing(flags_given(rest, TrainConfig))  # a resumed run keeps its hparams
     if many:
         return _train_population(cfg, known, rest)

@@ -92,6 +92,17 @@ def refuse_options_left_off(cfg: Any, argv: list[str]) -> None:
                           f"so this would run plain PPO; turn it on ({left.turn_on}) or drop the flag")
 
 
+def refuse_memory_options_without_memory(cfg: Any, argv: list[str]) -> None:
+    """``--memory-size`` or ``--bptt-length`` without ``--memory``: a feed-forward policy has no
+    memory torso to size or replay, so the flag is refused rather than ignored."""
+    given = flags_given(argv, type(cfg)) & {"memory_size", "bptt_length"}
+    if cfg.resume or cfg.memory or not given:
+        return
+    flags = ", ".join(f"--{f.replace('_', '-')} {getattr(cfg, f)}" for f in sorted(given))
+    raise ConfigError(f"{flags}: the policy has no memory (--memory is not set), so this would do nothing; add "
+                      "--memory lstm or --memory gru, or drop the flag")
+
+
 def resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
     """On ``--resume``, the other fields the command line sets (the trainer refuses those a
     resumed run may not change, naming them)."""

@@ -186,6 +186,12 @@ class TrainConfig(ComposedConfig):
             return self.replace(hparams=(*shown, *extra))
 
     @property
+    def variant(self) -> str:
+        """The variant's short name, the memory appended (``ppo``, ``outer-lr1.5``, ``ppo-lstm64``)."""
+        name = self.variants.name
+        return f"{name}-{self.memory}{self.memory_size}" if self.memory else name
+
+    @property
     def env_options(self) -> dict[str, Any]:
         """``env_kwargs`` as a dict (``{}`` when empty)."""
         return parse_env_kwargs(self.env_kwargs)

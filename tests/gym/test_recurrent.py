@@ -114,6 +114,8 @@ def test_outer_ppo_runs_with_a_memory(tmp_path):
     (["--memory", "lstm", "--hp3o"], "hp3o's batches of other data are not offered"),
     (["--memory", "lstm", "--seeds", "1", "2"], "a population trains feed-forward policies"),
     (["--memory", "lstm", "--kl-fixed"], "does not store yet"),
+    (["--memory-size", "32"], "the policy has no memory (--memory is not set)"),
+    (["--bptt-length", "16"], "the policy has no memory (--memory is not set)"),
     (["--memory", "lstm", "--env", "rlkit-test/MaskedFatal-v0", "--env-wrappers", ""], "does not read action masks"),
 ])
 def test_what_a_recurrent_run_cannot_honour_is_one_line_writing_nothing(tmp_path, flags, match):
