@@ -10,7 +10,7 @@ RecurrentPPO and CleanRL's LSTM agent batch by env sequences).
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 import torch
 
@@ -60,16 +60,36 @@ class SequenceBatches:
         self.targets = Batch(*(None if x is None else to_sequences(x.reshape(steps, envs, *x.shape[1:]))
                                for x in batch))
 
+    def replay_log_probs(self, log_probs: Callable[[SequenceMinibatch], torch.Tensor], num_minibatches: int,
+                         generator: torch.Generator) -> None:
+        """Set the behaviour log-probs to ``log_probs(mb) [L * B]`` (the policy replayed, before the
+        epochs) over the first epoch's minibatches, ``generator`` read ahead and not advanced: each
+        minibatch's first forward then has the same bits, and its ratio is exactly 1 until the
+        policy moves. (Acting runs a float32 numpy copy of the network; its log-probs agree with
+        the replay's within rounding only.)"""
+        state = generator.get_state()
+        picks = self._groups(num_minibatches, generator)
+        generator.set_state(state)
+        with torch.no_grad():
+            for pick in picks:
+                replayed = log_probs(self._minibatch(pick)).reshape(self.length, -1)
+                self.targets.log_probs[:, pick] = replayed.to(self.targets.log_probs)
+
     def minibatches(self, num_minibatches: int, generator: torch.Generator) -> Iterator[SequenceMinibatch]:
         """One epoch: the sequences shuffled by ``generator`` in ``num_minibatches`` groups (at most
         ``C``) whose sizes differ by one at most: every sequence is trained on in every epoch."""
+        for pick in self._groups(num_minibatches, generator):
+            yield self._minibatch(pick)
+
+    def _groups(self, num_minibatches: int, generator: torch.Generator) -> list[torch.Tensor]:
         order = torch.randperm(self.count, generator=generator)
-        for pick in torch.tensor_split(order, min(num_minibatches, self.count)):
-            pick = pick.to(self.obs.device)
-            targets = Batch(*(None if x is None else x.index_select(1, pick).reshape(-1, *x.shape[2:])
-                              for x in self.targets))
-            yield SequenceMinibatch(self.obs.index_select(1, pick), self.starts.index_select(1, pick),
-                                    self.state.index_select(0, pick), targets)
+        return [p.to(self.obs.device) for p in torch.tensor_split(order, min(num_minibatches, self.count))]
+
+    def _minibatch(self, pick: torch.Tensor) -> SequenceMinibatch:
+        targets = Batch(*(None if x is None else x.index_select(1, pick).reshape(-1, *x.shape[2:])
+                          for x in self.targets))
+        return SequenceMinibatch(self.obs.index_select(1, pick), self.starts.index_select(1, pick),
+                                 self.state.index_select(0, pick), targets)
 
 
 def sequences_on(mb: SequenceMinibatch, device: torch.device) -> SequenceMinibatch:

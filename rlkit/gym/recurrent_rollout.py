@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from rlkit.core.buffer import FullBatch
-from rlkit.core.sequences import SequenceBatches
+from rlkit.core.sequences import SequenceBatches, SequenceMinibatch, sequences_on
 from rlkit.errors import ConfigError
 from rlkit.gym.policies import ActResult
 from rlkit.gym.recurrent_policy import NumpyRecurrentActor, reset_where
@@ -87,10 +87,23 @@ class MemoryRollout:
         """``[N]`` V of the observations after the rollout (the bootstrap), in the state they are met in."""
         return actor.value(obs, reset_where(self.state, self.starting))
 
-    def sequences(self, selected: FullBatch) -> SequenceBatches:
-        """The latest rollout (flat, time-major) as the sequences an update replays."""
-        return SequenceBatches(selected.pooled, torch.from_numpy(self.starts.copy()),
-                               torch.from_numpy(self.states.copy()), self.length)
+    def sequences(self, selected: FullBatch, model: Any = None, num_minibatches: int = 1,
+                  generator: torch.Generator | None = None) -> SequenceBatches:
+        """The latest rollout (flat, time-major) as the sequences an update replays; with ``model``
+        (the policy that acted), its behaviour log-probs replayed over the first epoch's minibatches
+        (:meth:`SequenceBatches.replay_log_probs`: the first ratio of each is exactly 1)."""
+        sequences = SequenceBatches(selected.pooled, torch.from_numpy(self.starts.copy()),
+                                    torch.from_numpy(self.states.copy()), self.length)
+        if model is not None and generator is not None:
+            device = next(model.parameters()).device
+
+            def log_probs(mb: SequenceMinibatch) -> torch.Tensor:
+                mb = sequences_on(mb, device)
+                return model.head.log_prob_entropy(model.replay(mb.obs, mb.starts, mb.state)[0],
+                                                   mb.targets.actions)[0]
+
+            sequences.replay_log_probs(log_probs, num_minibatches, generator)
+        return sequences
 
 
 def recurrent_rollout(cfg: Any, model: Any, objective: Any) -> MemoryRollout | None:

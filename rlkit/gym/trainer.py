@@ -225,7 +225,8 @@ class PPOTrainer:
             return stats
         source = with_behaviour_params(source, self.learner, lambda obs: self.model.forward(obs.to(self.device))[0],
                                        self.head, self.cfg.num_minibatches)
-        source = self.memory.sequences(source) if self.memory else source
+        if self.memory:
+            source = self.memory.sequences(source, self.model, self.cfg.num_minibatches, self.learner.generator)
         stats.update(self.learner.passes(source, self.optimize))
         self.actor = self.model.snapshot()
         return stats

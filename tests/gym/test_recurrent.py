@@ -41,6 +41,30 @@ def test_the_update_replays_the_rollout_with_the_states_it_was_acted_in(tmp_path
     trainer.discard()
 
 
+@pytest.mark.parametrize("memory", ["lstm", "gru"])
+def test_the_first_minibatch_of_an_update_has_a_ratio_of_exactly_one(tmp_path, memory):
+    """The update's behaviour log-probs are the policy replayed on the first epoch's minibatches
+    (the generator read ahead, not advanced), so the first forward with gradients gives them bit
+    for bit."""
+    trainer = PPOTrainer(rlkit.TrainConfig(**SMALL, memory=memory, bptt_length=16, total_steps=256,
+                                           logdir=str(tmp_path)))
+    last = trainer.collect()
+    acted = torch.from_numpy(trainer.buffer.np["log_probs"].copy())
+    generator = trainer.learner.generator
+    before = generator.get_state()
+    source = trainer.memory.sequences(FullBatch(trainer.buffer.compute_batch(last, 0.99, 0.95)), trainer.model, 2,
+                                      generator)
+    assert torch.equal(generator.get_state(), before)
+    first = next(source.minibatches(2, generator))
+    params, _ = trainer.model.replay(first.obs, first.starts, first.state)  # with gradients, as the epochs run it
+    log_probs, _ = trainer.head.log_prob_entropy(params, first.targets.actions)
+    assert log_probs.requires_grad and torch.equal(torch.exp(log_probs - first.targets.log_probs),
+                                                   torch.ones_like(log_probs))
+    replayed = source.targets.log_probs.reshape(16, 4, -1).transpose(0, 1).reshape(-1, 4)  # back to [T, N]
+    assert torch.allclose(replayed, acted, atol=1e-5) and not torch.equal(replayed, acted)
+    trainer.discard()
+
+
 def test_a_cnn_with_a_memory_replays_its_pixel_rollout_and_resumes_to_the_same_bits(tmp_path, monkeypatch):
     """On images the memory follows the CNN (one state shared by actor and critic); pixels are
     stored as bytes and replayed from the stored states."""
