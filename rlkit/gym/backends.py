@@ -191,7 +191,7 @@ def make_envpool_backend(env_id: str, num_envs: int, wrappers: str, env_kwargs: 
     task = env_id.split("/", 1)[1] if atari else env_id
     if task not in envpool.list_all_envs():
         raise ConfigError(f"--env-backend envpool: EnvPool has no {task!r} (use --env-backend gymnasium)")
-    if atari != (wrappers == "atari"):
+    if atari != (wrappers == "atari") or wrappers not in ("", "atari"):
         raise ConfigError("--env-backend envpool runs ALE ids with --env-wrappers atari (as its own Atari "
                           "preprocessing) and other ids with no wrapper stack")
     options = dict(episodic_life=True, reward_clip=True, noop_max=30, frame_skip=4, stack_num=4, img_height=84,

@@ -251,6 +251,9 @@ def check_backend(backend: str, async_envs: bool, wrappers: str) -> None:
     if backend == "vector" and wrappers:
         raise ConfigError("--env-backend vector steps Gymnasium's vectorized env, under no wrapper stack: drop "
                           "--env-wrappers")
+    if backend == "envpool" and wrappers not in ("", "atari"):
+        raise ConfigError(f"--env-backend envpool steps EnvPool's own envs, under no wrapper stack but its Atari "
+                          f"preprocessing (--env-wrappers atari): --env-wrappers {wrappers} needs --env-backend gymnasium")
 
 
 def make_vec_env(env_id: str, num_envs: int, async_envs: bool = False, wrappers: str = "",

@@ -76,6 +76,15 @@ def test_a_vector_backend_with_async_envs_is_refused_by_the_config_itself():
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("stack", ["no-velocity", "minigrid"])
+def test_envpool_refuses_a_wrapper_stack_it_would_not_apply(stack):
+    """EnvPool steps its own envs: a stack other than its Atari preprocessing would be recorded with
+    the run but never applied (the run would train on the unwrapped observation)."""
+    with pytest.raises(ConfigError, match=f"--env-wrappers {stack} needs --env-backend gymnasium") as info:
+        rlkit.TrainConfig(env="CartPole-v1", env_backend="envpool", env_wrappers=stack).validate()
+    assert "\n" not in str(info.value)
+
+
 def _tensors(run_dir) -> dict[str, torch.Tensor]:
     return load_file(str(resolve_checkpoint(run_dir) / "tensors.safetensors"))
 
