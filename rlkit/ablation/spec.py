@@ -48,6 +48,7 @@ from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
 from rlkit.core.composed import flat_field_names
 
 BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo", "sb3-contrib:recurrent-ppo")
+RECURRENT_BASELINE = "sb3-contrib:recurrent-ppo"
 """Reference implementations a variant may name (optional extra ``baselines``)."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
 RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume",
@@ -308,15 +309,41 @@ def _refuse_variant_options(record: dict[str, Any], own: dict[str, Any], file: s
     the rlkit variants' defaults and do not concern it.)"""
     from rlkit.variants import registered, variant_fields
 
-    if variant == "sb3-contrib:recurrent-ppo" and record.get("memory") not in ("", "lstm"):
-        raise _fail(file, f"variants.{variant}", f"RecurrentPPO's memory is an LSTM; the spec sets memory = "
-                                                 f"{record.get('memory')!r} for it")
+    _refuse_baseline_memory(record, file, variant)
+    _refuse_memory_options_without_memory(record, own, {}, file, variant)
     on = next((n for n in registered() if record.get(n) is True), None)
     on = on or next((n for n in own if n in variant_fields()), None)
     if on is not None:
         value = record.get(on, own.get(on))
         raise _fail(file, f"variants.{variant}", f"a reference implementation cannot honour {on} = {value!r}; "
                                                  "set variant options on rlkit variants only")
+
+
+def _refuse_baseline_memory(record: dict[str, Any], file: str, variant: str) -> None:
+    """RecurrentPPO runs an LSTM of ``memory_size`` units over whole episodes' segments (recorded as
+    ``memory = "lstm"``); the other baselines run feed-forward policies. A memory setting a
+    baseline would not run is refused."""
+    memory, where = record.get("memory", ""), f"variants.{variant}"
+    if variant == RECURRENT_BASELINE:
+        if memory not in ("", "lstm") or record.get("bptt_length", 0):
+            what = f"memory = {memory!r}" if memory not in ("", "lstm") else f"bptt_length = {record['bptt_length']}"
+            raise _fail(file, where, f"RecurrentPPO runs an LSTM over whole episode segments; the spec sets {what} "
+                                     "for it")
+        record["memory"] = "lstm"
+    elif memory:
+        raise _fail(file, where, f"{variant} runs a feed-forward policy; the spec sets memory = {memory!r} for it")
+
+
+def _refuse_memory_options_without_memory(record: dict[str, Any], own: dict[str, Any], point: dict[str, Any],
+                                          file: str, variant: str) -> None:
+    """``memory_size`` or ``bptt_length`` named by a variant's table or a grid point for runs with no
+    memory would do nothing but label them apart: refused, as ``rlkit train`` refuses the flags."""
+    for where, named in ((f"variants.{variant}", own), ("grid", point)):
+        given = sorted({"memory_size", "bptt_length"} & set(named))
+        if given and not record.get("memory"):
+            values = ", ".join(f"{f} = {named[f]!r}" for f in given)
+            raise _fail(file, where, f"{values}: variant {variant!r} has no memory (memory = \"\"), so this would do "
+                                     "nothing; set memory or drop the option")
 
 
 def _refuse_options_left_off(cfg: Any, own: dict[str, Any], point: dict[str, Any], file: str, variant: str) -> None:
@@ -365,5 +392,6 @@ def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], varia
                     _refuse_variant_options(record, var_fields, file, variant)
                 else:
                     _refuse_options_left_off(cfg, var_fields, point, file, variant)
+                    _refuse_memory_options_without_memory(record, var_fields, point, file, variant)
                 runs.append(RunSpec(label, env, seed, kind, record))
     return runs

@@ -85,7 +85,8 @@ class EvalOptions:
 @config_group
 class MemoryOptions:
     """A recurrent policy: actor and critic each read the observations through a memory torso
-    before their MLPs, and updates replay whole env sequences from their stored states."""
+    before their MLPs (on images, one torso after the CNN, shared, before linear heads), and updates
+    replay whole env sequences from their stored states."""
 
     memory: str = ""
     """Memory torso: lstm or gru ('' none: a feed-forward policy)."""
@@ -107,8 +108,8 @@ class ComputeOptions:
     """Torch intra-op threads (1 is fastest beside env workers on small machines)."""
     kernels: Literal["auto", "plain", "fast"] = "auto"
     """Kernels: plain (the loss formula with autograd, torch's Adam, the MLP modules), fast (fused
-    loss node, direct fused-Adam step and the fused actor-critic MLP; the same numbers within
-    rounding) or auto (fast on the CPU, plain on other devices)."""
+    loss node, direct fused-Adam step and, for an MLP policy, the fused actor-critic MLP; the same
+    numbers within rounding) or auto (fast for an MLP policy on the CPU, plain otherwise)."""
     async_envs: bool = False
     """Step sub-environments in subprocesses (AsyncVectorEnv) instead of in-process; in a population
     of two or more, the last K - K // 2 members' envs step in one worker process beside the trainer."""

@@ -21,16 +21,23 @@ from rlkit.gym.policies import ActResult
 from rlkit.gym.recurrent_policy import NumpyRecurrentActor, reset_where
 
 
+MAX_MEMORY_SIZE = 65_536
+"""The largest ``memory_size``: an LSTM that size already holds 2^34 weights."""
+
+
 def check_memory(cfg: Any) -> None:
     """One-line :class:`ConfigError` where ``cfg``'s memory options cannot be honoured."""
     from rlkit.core.memory import MEMORIES
 
     if cfg.memory not in MEMORIES:
         raise ConfigError(f"unknown memory {cfg.memory!r}; choose from {', '.join(MEMORIES)} ('' for none)")
-    for name in ("memory_size", "bptt_length"):
+    for name, low, high in (("memory_size", 1, MAX_MEMORY_SIZE), ("bptt_length", 0, cfg.num_steps)):
         value = getattr(cfg, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if name == "memory_size" else 0):
-            raise ConfigError(f"{name} must be an integer {'>= 1' if name == 'memory_size' else '>= 0'}, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ConfigError(f"{name} must be an integer >= {low}, got {value!r}")
+        if value > high:
+            raise ConfigError(f"{name}={value} is larger than {high}"
+                              + (" (num_steps)" if name == "bptt_length" else " units"))
     length = cfg.bptt_length or cfg.num_steps
     if cfg.num_steps % length:
         raise ConfigError(f"bptt_length={cfg.bptt_length} does not divide num_steps={cfg.num_steps}: each sequence "

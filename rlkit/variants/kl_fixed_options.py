@@ -44,12 +44,15 @@ def require_coefficient(value: object, what: str, allow_zero: bool, most: float 
 
 
 def refuse_replayed_batches(name: str, cfg: Any) -> None:
-    """One line when another enabled variant chooses the batches (HP3O's replayed trajectories):
-    their behaviour policies' distributions are not kept."""
+    """One line when another enabled variant chooses the batches (HP3O's replayed trajectories), or
+    the policy is recurrent: the behaviour policies' distributions are not kept."""
     sources = [v.name for v in cfg.variants.enabled() if v.replaces_batch]
     if sources:
         raise ConfigError(f"variant {name} penalizes the KL to the policy that collected the latest rollout; "
                           f"variant {sources[0]} trains on other data, so the two cannot be combined; use one")
+    if getattr(cfg, "memory", ""):
+        raise ConfigError(f"variant {name} reads the behaviour policy's distribution of every sample, which a "
+                          f"recurrent policy (--memory {cfg.memory}) does not store: use one")
 
 
 PRESETS = {"ppo-paper-klfix": dict(kl_fixed=True, kl_beta=3.0)}

@@ -59,7 +59,35 @@ def test_it_trains_and_evaluates_in_a_sweep_run(tmp_path):
 def test_a_spec_giving_it_a_gru_is_refused():
     data = {"name": "t", "envs": ["CartPole-v1"], "seeds": 1, "memory": "gru", "env_wrappers": "no-velocity",
             "variants": {"gru": {}, "sb3-contrib:recurrent-ppo": {}}}
-    with pytest.raises(ConfigError, match="RecurrentPPO's memory is an LSTM"):
+    with pytest.raises(ConfigError, match="RecurrentPPO runs an LSTM .* memory = .gru."):
         expand(data)
     data["memory"] = "lstm"
     assert {r.kind for r in expand(data).runs} == {"rlkit", "sb3-contrib:recurrent-ppo"}
+
+
+@pytest.mark.parametrize("variants, where, words", [
+    ({"sb3:ppo": {"memory": "lstm"}}, "variants.sb3:ppo", "sb3:ppo runs a feed-forward policy"),
+    ({"sb3-contrib:recurrent-ppo": {"bptt_length": 16}}, "variants.sb3-contrib:recurrent-ppo",
+     "RecurrentPPO runs an LSTM over whole episode segments; the spec sets bptt_length = 16"),
+    ({"sb3:ppo": {"memory_size": 16}}, "variants.sb3:ppo", "has no memory"),
+    ({"mlp16": {"memory_size": 16}}, "variants.mlp16", "variant 'mlp16' has no memory"),
+    ({"bp": {"bptt_length": 16}}, "variants.bp", "variant 'bp' has no memory"),
+])
+def test_memory_settings_a_run_would_not_use_are_refused(variants, where, words):
+    data = {"name": "t", "envs": ["CartPole-v1"], "seeds": 1, "env_wrappers": "no-velocity",
+            "variants": {"lstm": {"memory": "lstm"}, **variants}}
+    with pytest.raises(ConfigError, match=words) as info:
+        expand(data)
+    assert where in str(info.value)
+
+
+def test_a_grid_of_memory_sizes_beside_a_feed_forward_variant_is_refused_and_shared_settings_are_not():
+    data = {"name": "t", "envs": ["CartPole-v1"], "seeds": 1, "variants": {"lstm": {"memory": "lstm"}, "mlp": {}},
+            "grid": {"memory_size": [8, 16]}}
+    with pytest.raises(ConfigError, match="variant 'mlp' has no memory"):
+        expand(data)
+    shared = expand({**data, "grid": {}, "memory_size": 16,
+                     "variants": {"lstm": {"memory": "lstm"}, "mlp": {}, "sb3-contrib:recurrent-ppo": {}}})
+    memory = {r.variant: r.config["memory"] for r in shared.runs}
+    assert memory == {"lstm": "lstm", "mlp": "", "sb3-contrib:recurrent-ppo": "lstm"}  # as each runs, for hparams
+    assert "memory" in shared.runs[0].hparams
