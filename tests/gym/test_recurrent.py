@@ -2,6 +2,8 @@
 step was acted in and resets it at episode starts, the update replays those sequences, a run
 resumes bit-identically and evaluates with its memory, and what it cannot honour is one line."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -156,3 +158,16 @@ def test_resuming_a_recurrent_run_under_another_memory_is_refused(tmp_path):
     for flags in (["--memory", "gru"], ["--memory", ""], ["--memory-size", "32"]):
         line = error_line(run_cli("train", "--resume", result.run_dir, "--total-steps", "512", *flags))
         assert "resume" in line and flags[0][2:].replace("-", "_") in line, line
+
+
+def test_a_torso_registered_by_name_is_the_one_a_run_trains(tmp_path, monkeypatch):
+    """The listing of docs/recurrent.md, registered and trained by name."""
+    from rlkit.core import memory
+
+    monkeypatch.setattr(memory, "MEMORIES", dict(memory.MEMORIES))  # the registration ends with the test
+    listing = (Path(__file__).parents[2] / "docs" / "recurrent.md").read_text().split("```python\n")[2].split("```")[0]
+    exec(compile(listing, "docs/recurrent.md", "exec"), {})
+    trainer = PPOTrainer(rlkit.TrainConfig(**SMALL, memory="forgetful-lstm", total_steps=256, logdir=str(tmp_path)))
+    bias = trainer.model.actor_memory.rnn.bias_hh_l0
+    assert torch.equal(bias[16:32], torch.ones(16)) and trainer.cfg.variant == "ppo-forgetful-lstm16"
+    trainer.train()
