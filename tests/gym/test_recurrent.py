@@ -15,6 +15,28 @@ from tests.robustness.helpers import error_line, run_cli
 from rlkit.io.signals import Interrupted
 from tests.test_reproducibility import _stop_after_update, assert_same_bits, assert_trained_from, final_tensors
 
+def _assert_the_replay_gives_the_acting_numbers(trainer, sequences):
+    """Each minibatch of ``sequences``, replayed from its stored states, gives the log-probs and
+    values the rollout was acted with (within float32 rounding)."""
+    for mb in sequences.minibatches(2, torch.Generator().manual_seed(0)):
+        with torch.no_grad():
+            params, values = trainer.model.replay(mb.obs, mb.starts, mb.state)
+            log_probs, _ = trainer.head.log_prob_entropy(params, mb.targets.actions)
+        ratio = torch.exp(log_probs - mb.targets.log_probs)
+        assert torch.allclose(ratio, torch.ones_like(ratio), atol=1e-5), ratio
+        assert torch.allclose(values, mb.targets.values, atol=1e-5)
+
+
+def _straight_and_stopped_after_update_3(cfg, monkeypatch):
+    """``cfg`` trained through as run "straight" (returned) and as run "stopped", stopped after update 3."""
+    straight = rlkit.train(cfg.replace(run_name="straight"))
+    with monkeypatch.context() as m:
+        _stop_after_update(m, 3)
+        with pytest.raises(Interrupted):
+            rlkit.train(cfg.replace(run_name="stopped"))
+    return straight
+
+
 SMALL = dict(env="CartPole-v1", env_wrappers="no-velocity", num_envs=4, num_steps=64, num_minibatches=2,
              update_epochs=2, eval_episodes=2, progress=False, memory_size=16)
 
@@ -33,13 +55,7 @@ def test_the_update_replays_the_rollout_with_the_states_it_was_acted_in(tmp_path
     cfg = trainer.cfg
     sequences = trainer.memory.sequences(FullBatch(trainer.buffer.compute_batch(last, cfg.gamma, cfg.gae_lambda)))
     assert sequences.obs.shape[0] == (bptt or 64)
-    for mb in sequences.minibatches(2, torch.Generator().manual_seed(0)):
-        with torch.no_grad():
-            params, values = trainer.model.replay(mb.obs, mb.starts, mb.state)
-            log_probs, _ = trainer.head.log_prob_entropy(params, mb.targets.actions)
-        ratio = torch.exp(log_probs - mb.targets.log_probs)
-        assert torch.allclose(ratio, torch.ones_like(ratio), atol=1e-5), ratio
-        assert torch.allclose(values, mb.targets.values, atol=1e-5)
+    _assert_the_replay_gives_the_acting_numbers(trainer, sequences)
     trainer.discard()
 
 
@@ -76,19 +92,10 @@ def test_a_cnn_with_a_memory_replays_its_pixel_rollout_and_resumes_to_the_same_b
     assert trainer.buffer.obs.dtype == torch.uint8 and trainer.model.state_size == 16
     last = trainer.collect()
     sequences = trainer.memory.sequences(FullBatch(trainer.buffer.compute_batch(last, 0.99, 0.95)))
-    for mb in sequences.minibatches(2, torch.Generator().manual_seed(0)):
-        with torch.no_grad():
-            params, values = trainer.model.replay(mb.obs, mb.starts, mb.state)
-            log_probs, _ = trainer.head.log_prob_entropy(params, mb.targets.actions)
-        assert torch.allclose(log_probs, mb.targets.log_probs, atol=1e-5)
-        assert torch.allclose(values, mb.targets.values, atol=1e-5)
+    _assert_the_replay_gives_the_acting_numbers(trainer, sequences)
     trainer.discard()
     cfg = rlkit.TrainConfig(**pixels, total_steps=256, checkpoint_every=128)
-    straight = rlkit.train(cfg.replace(run_name="straight"))
-    with monkeypatch.context() as m:
-        _stop_after_update(m, 3)
-        with pytest.raises(Interrupted):
-            rlkit.train(cfg.replace(run_name="stopped"))
+    straight = _straight_and_stopped_after_update_3(cfg, monkeypatch)
     resumed = resume(str(tmp_path / "stopped"))
     assert_same_bits(final_tensors(straight.run_dir), final_tensors(resumed.run_dir))
     assert rlkit.Agent.load(resumed.run_dir)[0].recurrent
@@ -113,11 +120,7 @@ def test_a_recurrent_run_stopped_mid_rollout_resumes_to_the_same_bits(tmp_path, 
     """Stopped after update 3 (checkpoints every 2 updates, episodes and memory states in flight),
     the run resumes from update 2 and ends with the uninterrupted run's bits and evaluation."""
     cfg = rlkit.TrainConfig(**SMALL, memory=memory, total_steps=1536, checkpoint_every=512, logdir=str(tmp_path))
-    straight = rlkit.train(cfg.replace(run_name="straight"))
-    with monkeypatch.context() as m:
-        _stop_after_update(m, 3)
-        with pytest.raises(Interrupted):
-            rlkit.train(cfg.replace(run_name="stopped"))
+    straight = _straight_and_stopped_after_update_3(cfg, monkeypatch)
     start = final_tensors(tmp_path / "stopped")
     resumed = resume(str(tmp_path / "stopped"))
     assert_trained_from(final_tensors(resumed.run_dir), start)
