@@ -2,6 +2,7 @@
 step was acted in and resets it at episode starts, the update replays those sequences, a run
 resumes bit-identically and evaluates with its memory, and what it cannot honour is one line."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -174,3 +175,16 @@ def test_a_torso_registered_by_name_is_the_one_a_run_trains(tmp_path, monkeypatc
     bias = trainer.model.actor_memory.rnn.bias_hh_l0
     assert torch.equal(bias[16:32], torch.ones(16)) and trainer.cfg.variant == "ppo-forgetful-lstm16"
     trainer.train()
+
+
+def test_the_recipe_of_the_recurrent_page_runs_as_printed(tmp_path):
+    """docs/recurrent.md's commands (smoke budgets appended) and its episode played with the agent."""
+    from tests.docs.recipes import Shell, recipes
+    from tests.docs.test_readme import SMOKE
+
+    shell = Shell(tmp_path, SMOKE)
+    shell.run(recipes((Path(__file__).parents[2] / "docs" / "recurrent.md").read_text())["recurrent"])
+    lstm, gru, played = shell.printed
+    lstm, gru = (json.loads(out.strip().splitlines()[-1]) for out in (lstm, gru))
+    assert lstm["run_dir"] == "runs/my-lstm-run" and lstm["variant"] == "ppo-lstm64"
+    assert gru["variant"] == "ppo-gru128" and float(played.strip()) >= 8
