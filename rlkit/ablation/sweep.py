@@ -16,7 +16,7 @@ from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, WorkerDied, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
 from rlkit.errors import ConfigError
-from rlkit.gym.envs import check_env_id, close_envs, make_env
+from rlkit.gym.envs import check_env_id, close_envs, env_gives_masks, make_env
 from rlkit.io.lock import FolderLock
 from rlkit.io.signals import interrupt_on
 
@@ -61,17 +61,32 @@ def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[Sweep
     if out is not None and not str(out).strip():
         raise ConfigError("--out must name a directory, got an empty path")
     spec = load_spec(spec_path, budget)
-    made = {(run.env, run.config.get("env_kwargs") or "", run.config.get("env_wrappers") or "") for run in spec.runs}
+    made: dict[tuple[str, str, str], str] = {}  # (env, kwargs, stack) -> a memory one of its rlkit runs uses
+    for run in spec.runs:
+        key = (run.env, run.config.get("env_kwargs") or "", run.config.get("env_wrappers") or "")
+        memory = run.config.get("memory") or "" if run.kind == "rlkit" else ""
+        made[key] = made.get(key) or memory
     with interrupt_on(signal.SIGINT):  # a KeyboardInterrupt an env raises itself is then no Ctrl-C
-        for env, kwargs, stack in sorted(made):
+        for (env, kwargs, stack), memory in sorted(made.items()):
             check_env_id(env)
-            if kwargs or stack:  # an unknown keyword or a stack the env cannot take fails here, not in every run
-                close_envs(make_env(env, json.loads(kwargs or "{}"), stack, training=True), env)
+            if kwargs or stack or memory:  # a keyword, stack or memory the env cannot take fails here, not in every run
+                _check_env(env, json.loads(kwargs or "{}"), stack, memory)
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")
     claim_sweep_dir(sweep_dir, spec, budget, write=False)
     return spec, sweep_dir
+
+
+def _check_env(env_id: str, kwargs: dict, stack: str, memory: str) -> None:
+    """Make the env once as a run would (training side); with a memory, refuse an env that gives
+    action masks, as the run itself would (:meth:`rlkit.gym.agent.Agent.build`)."""
+    env = make_env(env_id, kwargs, stack, training=True)
+    try:
+        if memory and env_gives_masks(env, env_id):
+            raise ConfigError(f"memory = \"{memory}\" does not read action masks yet; {env_id} gives them")
+    finally:
+        close_envs(env, env_id)
 
 
 def run_sweep(spec_path: str, out: str | None = None, workers: int | None = None, backend: str = "local",

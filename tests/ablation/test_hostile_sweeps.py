@@ -104,6 +104,22 @@ def test_a_wrapper_stack_the_env_cannot_take_is_refused_before_anything_is_writt
     assert "CartPole-v1" in err and len(err.strip().splitlines()) == 2 and not out.exists()
 
 
+@pytest.mark.parametrize("where", ["top", "variant", "grid"])
+def test_a_memory_on_an_env_that_gives_action_masks_is_refused_before_anything_is_written(tmp_path, capsys, where):
+    change = {"top": {"memory": "gru"}, "variant": {"variants": {"ppo": {}, "gru": {"memory": "gru"}}},
+              "grid": {"grid": {"memory": ["", "gru"]}}}[where]
+    masked = {**BASE, "envs": ["CartPole-v1", "rlkit-test/MaskedFatalInfo-v0"], **change}
+    spec, out = spec_file(tmp_path, masked), tmp_path / "out"
+    for dry in (["--dry-run"], []):
+        assert main(["sweep", spec, "--out", str(out), *dry]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all('memory = "gru" does not read action masks yet; rlkit-test/MaskedFatalInfo-v0 '
+                                 "gives them" in line for line in err), err
+    assert not out.exists()
+    feed_forward = spec_file(tmp_path, {**masked, "grid": {}, "variants": {"ppo": {}}, "memory": ""}, "ff.toml")
+    assert main(["sweep", feed_forward, "--out", str(out), "--dry-run"]) == 0  # the masked env alone is fine
+
+
 @pytest.mark.parametrize("flags,words", [
     (["--workers", "0"], "--workers"), (["--workers", "-1"], "--workers"), (["--workers", "x"], "--workers"),
     (["--backend", "slurm"], "--backend"), (["--bogus"], "--bogus"), (["--out", ""], "--out"),
