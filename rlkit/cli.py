@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlkit.cli_flags import (flags_given, refuse_memory_options_without_memory, refuse_options_left_off,
-                             refuse_repeated_lists, refuse_switched_off, refuse_unhonoured, resume_changes)
+from rlkit.cli_flags import (flags_given, merge_repeated, refuse_memory_options_without_memory,
+                             refuse_options_left_off, refuse_repeated_lists, refuse_switched_off, refuse_unhonoured,
+                             resume_changes)
 from rlkit.core.config import deferred_validation
 from rlkit.errors import ConfigError, RlkitError
 from rlkit.io.signals import StopRequest, stop_on_signals
@@ -176,6 +177,7 @@ def _rlhf(argv: list[str]) -> int:
     from rlkit.rlhf.config import RLHFConfig
 
     refuse_unhonoured(argv, RLHFConfig)
+    argv = merge_repeated(argv, "--reward")
     refuse_repeated_lists(argv, RLHFConfig)
     from rlkit.cli_tyro import parse_config
 

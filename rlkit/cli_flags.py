@@ -38,6 +38,28 @@ def refuse_unhonoured(argv: list[str], cls: type) -> None:
             raise ConfigError(f"{token.split('=', 1)[0]} is refused: {refused[name].reason}")
 
 
+def merge_repeated(argv: list[str], flag: str) -> list[str]:
+    """``argv`` with every ``flag`` (``--reward a --reward b c``, ``--reward=d``) merged into one
+    ``flag a b c d`` where the first stood: a flag that may be repeated and extends."""
+    out: list[str] = []
+    values: list[str] = []
+    at, i = None, 0
+    while i < len(argv):
+        token = argv[i]
+        if token == flag or token.startswith(flag + "="):
+            at = len(out) if at is None else at
+            if "=" in token:
+                values.append(token.split("=", 1)[1])
+            i += 1
+            while i < len(argv) and not argv[i].startswith("--"):
+                values.append(argv[i])
+                i += 1
+            continue
+        out.append(token)
+        i += 1
+    return out if at is None else out[:at] + [flag, *values] + out[at:]
+
+
 def refuse_repeated_lists(argv: list[str], cls: type) -> None:
     """A list flag (``--hidden-sizes 64 64``) given twice would keep only its last values: refused
     in one line (``--seeds``, ``--resume`` and ``--preset`` extend instead)."""

@@ -110,9 +110,12 @@ def test_train_help_groups_its_flags_and_lists_no_option_it_refuses(capsys, monk
 
 def test_rlhf_help_lists_only_the_hp3o_options_the_rlhf_trainer_honours(capsys, monkeypatch):
     shown = groups(help_text(capsys, monkeypatch, "rlhf"))
-    assert list(shown) == ["options", "model options", "responses options", "kl options", "run options",
+    assert list(shown) == ["options", "model options", "rewards options", "prompt-format options", "responses options",
+                           "kl options", "run options",
                            "compute options", "ppo options", "variants.outer options", "variants.hp3o options",
                            "variants.group options", "variants.no-clip options"]
+    assert shown["rewards options"] == ["--reward", "--reward-weights"]
+    assert shown["prompt-format options"] == ["--chat-template", "--system-prompt"]
     assert shown["variants.hp3o options"] == ["--hp3o", "--hp3o-buffer-size", "--hp3o-trajectories"]
     assert shown["variants.hp3o options"] == ["--" + n.replace("_", "-") for n in registered()["hp3o"].honours("rlhf")]
     assert "--group-size" in shown["variants.group options"]

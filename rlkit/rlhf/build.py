@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import warnings
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
@@ -13,30 +12,18 @@ from typing import Any, Iterator, NamedTuple
 import torch
 
 from rlkit.errors import ConfigError, one_line
-from rlkit.io.files import read_lines
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.models import check_same_vocabulary, load_model, load_tokenizer
+from rlkit.rlhf.prompts import read_prompt_data
 from rlkit.rlhf.reward_model import RewardModelScorer
+from rlkit.rlhf.rewards import RewardFunction, RewardSet, load_reward_function
 from rlkit.rlhf.score_norm import NORMALIZATION_FILE, ScoreNormalization
 
 
 def read_prompts(path: str) -> list[str]:
-    """Prompts from a .txt (one per line) or .jsonl (``{"prompt": "..."}`` per line) file."""
-    lines = read_lines(path, "prompt file")
-    prompts = [_jsonl_prompt(path, i, line) for i, line in lines] if Path(path).suffix == ".jsonl" else [x for _, x in lines]
-    if not prompts:
-        raise ConfigError(f"prompt file {path!r} is empty")
-    return prompts
-
-
-def _jsonl_prompt(path: str, number: int, line: str) -> str:
-    try:
-        row = json.loads(line)
-    except ValueError as exc:
-        raise ConfigError(f"{path}:{number}: not JSON ({exc})") from None
-    if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-        raise ConfigError(f"{path}:{number}: expected an object with a string \"prompt\" field")
-    return row["prompt"]
+    """The prompts of a .txt or .jsonl file or a datasets folder (:func:`read_prompt_data`), as
+    written (a conversation stays a list of messages)."""
+    return read_prompt_data(path).prompts
 
 
 class PolicyParts(NamedTuple):
@@ -115,12 +102,30 @@ def build_tokenizer(cfg: RLHFConfig, tokenizer: Any) -> Any:
 
 
 def build_reward(cfg: RLHFConfig, reward: Any, tokenizer: Any, device: torch.device) -> Any:
-    """``reward`` as given, or a :class:`RewardModelScorer` over ``cfg.reward_model`` with the
-    score normalization saved beside it (when there is one)."""
+    """The run's reward: ``reward`` as given (a callable ``(prompts, responses) -> scores``, a
+    :class:`RewardSet`, or a list of reward functions), or from the config: the reward model and
+    the reward functions (a :class:`RewardSet` when there are functions; the reward model's scorer
+    alone otherwise)."""
     if reward is not None:
+        if cfg.reward:
+            raise ConfigError("reward functions come from the config (reward) or from reward=, not both")
+        if isinstance(reward, (list, tuple)):
+            return RewardSet([RewardFunction(getattr(f, "__name__", f"reward{i}"), f) for i, f in enumerate(reward)])
         return reward
-    if not cfg.reward_model:
-        raise ConfigError("no reward: set reward_model or pass reward= (a callable (prompts, responses) -> scores)")
+    if not cfg.reward_model and not cfg.reward:
+        raise ConfigError("no reward: set reward_model or reward (reward functions), or pass reward= "
+                          "(a callable (prompts, responses) -> scores)")
+    scorer = _reward_model(cfg, tokenizer, device) if cfg.reward_model else None
+    if not cfg.reward:
+        return scorer
+    weights = list(cfg.reward_weights) or [1.0] * (int(scorer is not None) + len(cfg.reward))
+    model_weight = weights.pop(0) if scorer is not None else 1.0
+    return RewardSet([load_reward_function(spec, w) for spec, w in zip(cfg.reward, weights)], scorer, model_weight)
+
+
+def _reward_model(cfg: RLHFConfig, tokenizer: Any, device: torch.device) -> RewardModelScorer:
+    """A :class:`RewardModelScorer` over ``cfg.reward_model`` with the score normalization saved
+    beside it (when there is one)."""
     norm_file = Path(cfg.reward_model) / NORMALIZATION_FILE
     model = load_model(cfg.reward_model, "reward-model", getattr(torch, cfg.dtype), str(device))
     check_same_vocabulary(model, cfg.reward_model, tokenizer)

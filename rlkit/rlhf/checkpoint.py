@@ -12,6 +12,7 @@ as the uninterrupted run (tested with a tiny model).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,8 +26,9 @@ from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants.migrate import StoredRun, config_of, read_run
 
 RESUMABLE = ("iterations", "checkpoint_every", "save_model", "progress", "torch_threads", "device", "policy", "reward_model",
-             "prompts")
-"""Fields a resumed RLHF run may change: extend it, or point at models and prompts that moved."""
+             "prompts", "reward")
+"""Fields a resumed RLHF run may change: extend it, or point at models, prompts and reward functions
+that moved (a reward function that failed is fixed in place and the run resumed)."""
 REQUIRED_STATE = ("kl_beta", "env_rngs", "history")
 """What an RLHF checkpoint holds beside every checkpoint's keys (:data:`rlkit.variants.migrate.REQUIRED_STATE`)."""
 
@@ -78,3 +80,26 @@ def load_rlhf(run_dir: Path, stored: StoredRun, learner: Learner, parts: RLHFPar
         parts.kl.beta = float(state["kl_beta"])
         parts.history[:] = list(state["history"])
         return Progress.from_json(state)
+
+
+@dataclass(frozen=True)
+class RandomStreams:
+    """The random streams an iteration's rollout advances (sampling, prompt draws): taken before it,
+    so a rollout that fails part-way can be undone and the run checkpointed as it stood."""
+
+    generator: torch.Tensor
+    torch_global: torch.Tensor
+    numpy: dict[str, Any]
+    envs: list[dict[str, Any]]
+
+    @classmethod
+    def take(cls, learner: Learner, envs: list[Any]) -> "RandomStreams":
+        return cls(learner.generator.get_state(), torch.get_rng_state(), learner.rng.bit_generator.state,
+                   [env.np_random.bit_generator.state for env in envs])
+
+    def restore(self, learner: Learner, envs: list[Any]) -> None:
+        learner.generator.set_state(self.generator)
+        torch.set_rng_state(self.torch_global)
+        learner.rng.bit_generator.state = self.numpy
+        for env, state in zip(envs, self.envs):
+            env.np_random.bit_generator.state = state

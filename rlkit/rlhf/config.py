@@ -56,6 +56,30 @@ class ResponseOptions:
 
 
 @config_group
+class RewardOptions:
+    """Reward functions beside (or instead of) the reward model, and the weights of the sum."""
+
+    reward: tuple[str, ...] = ()
+    """Reward functions, each module:function or path/to/file.py:function, called as
+    f(prompts=..., completions=..., **columns) with the prompt data's other columns; one number (or
+    None: does not apply) per completion. Repeatable: --reward a:f --reward b:g."""
+    reward_weights: tuple[float, ...] = ()
+    """One weight per reward source, the reward model first (when set), then each reward function
+    in order (default: all 1)."""
+
+
+@config_group
+class PromptOptions:
+    """How each prompt becomes the model's input."""
+
+    chat_template: bool = False
+    """Format each prompt with the tokenizer's chat template (generation prompt appended); a prompt
+    that is a list of chat messages needs it."""
+    system_prompt: str | None = None
+    """A system message put before each prompt (with chat_template)."""
+
+
+@config_group
 class KLOptions:
     """The per-token KL penalty against the frozen reference."""
 
@@ -117,7 +141,7 @@ class RLHFComputeOptions:
 class RLHFConfig(ComposedConfig):
     """PPO on the token-level LLM environment: the same PPO core, one token per step."""
 
-    KEY_HPARAMS: ClassVar[tuple[str, ...]] = ("policy", "reward_model", "seed", "iterations", "learning_rate",
+    KEY_HPARAMS: ClassVar[tuple[str, ...]] = ("policy", "reward_model", "reward", "seed", "iterations", "learning_rate",
                                               "num_envs", "max_new_tokens", "kl_coef")
 
     policy: str = ""
@@ -125,12 +149,15 @@ class RLHFConfig(ComposedConfig):
     reward_model: str | None = None
     """Sequence-classification reward model (1 label), hub name or path; or pass reward= to train_rlhf()."""
     prompts: str = ""
-    """Prompt file: .txt (one prompt per line) or .jsonl with a "prompt" field."""
+    """Prompt data: a .txt file (one prompt per line), a .jsonl file with a "prompt" field and any
+    other columns (passed to reward functions), or a datasets folder written by save_to_disk."""
     seed: int = 1
     """Seed for torch, numpy and prompt sampling."""
     iterations: int = 20
     """PPO iterations (one batch of responses and one update each)."""
     model: ModelOptions = field(default_factory=ModelOptions)
+    rewards: RewardOptions = field(default_factory=RewardOptions)
+    prompt_format: PromptOptions = field(default_factory=PromptOptions)
     responses: ResponseOptions = field(default_factory=ResponseOptions)
     kl: KLOptions = field(default_factory=KLOptions)
     run: RLHFRunOptions = field(default_factory=RLHFRunOptions)
@@ -165,6 +192,10 @@ class RLHFConfig(ComposedConfig):
             require_minibatches(self.num_envs, self.num_minibatches, self.norm_adv, "num_envs", ONE_RESPONSE)
         if self.kl_target is not None and not (math.isfinite(self.kl_target) and self.kl_target > 0):
             raise ConfigError(f"kl_target must be > 0 or None, got {self.kl_target!r}")
+        sources = int(bool(self.reward_model)) + len(self.reward)
+        if self.reward_weights and len(self.reward_weights) != sources:
+            raise ConfigError(f"reward_weights has {len(self.reward_weights)} weights for {sources} reward sources "
+                              "(the reward model first, when set, then each reward function)")
         self.variants.check(self)
 
 

@@ -35,11 +35,13 @@ from rlkit.io.run import RunDir, open_run_dir, timestamp, write_result
 from rlkit.io.threads import seed_and_threads
 from rlkit.rlhf.build import (build_reward, build_tokenizer, checkpointed_forward, enable_gradient_checkpointing,
                               load_policy, read_prompts, wrap_policy)
-from rlkit.rlhf.checkpoint import RLHFParts, config_from_checkpoint, load_rlhf, save_rlhf
+from rlkit.rlhf.checkpoint import RandomStreams, RLHFParts, config_from_checkpoint, load_rlhf, save_rlhf
+from rlkit.rlhf.prompts import PromptData, prompt_texts, read_prompt_data
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL, kl_penalty
 from rlkit.rlhf.policy import LMActorCritic, token_log_probs
 from rlkit.rlhf.reward_model import RewardModelScorer
+from rlkit.rlhf.rewards import PendingScore, RewardFunctionError, RewardSet, resolve_reward_paths
 from rlkit.rlhf.token_grid import FreshGrid, LMRollout, SequenceMinibatch, TokenGrid, left_pad, sequence_minibatches
 from rlkit.variants.plugged import build_learner
 from rlkit_envs.token_env import TokenEnv
@@ -87,7 +89,7 @@ class RLHFTrainer:
             cfg, stored = config_from_checkpoint(cfg.resume, changes)
         else:  # store where the inputs are, so the run resumes from any working directory
             cfg = cfg.replace(**{k: str(Path(v).resolve()) for k in ("policy", "reward_model", "prompts")
-                                 if (v := getattr(cfg, k)) and Path(v).exists()})
+                                 if (v := getattr(cfg, k)) and Path(v).exists()}, reward=resolve_reward_paths(cfg.reward))
         self.cfg, self.resumed = cfg, stored is not None
         seed_and_threads(cfg.seed, cfg.torch_threads)
         self.device = torch_device(cfg.device)
@@ -96,6 +98,7 @@ class RLHFTrainer:
         self.tokenizer, self.extra_metrics = build_tokenizer(cfg, tokenizer), extra_metrics
         reward = build_reward(cfg, reward, self.tokenizer, self.device)
         self.scorer = reward if isinstance(reward, RewardModelScorer) else None
+        self.rewards = reward if isinstance(reward, RewardSet) else None
         self.eos = self.tokenizer.eos_token_id
         policy, self.reference, self.peft = wrap_policy(cfg, policy, self.device)
         if cfg.gradient_checkpointing:
@@ -106,7 +109,8 @@ class RLHFTrainer:
         actor = self.model.actor_parameters()
         flat = FlatParameters(actor + self.model.critic_parameters(), split=sum(p.numel() for p in actor))
         self.kernels = select_kernels(cfg.kernels, small_mlp=False, device=self.device)
-        envs = self._make_envs(prompts if prompts is not None else read_prompts(cfg.prompts), reward)
+        self.data = PromptData(list(prompts), {}) if prompts is not None else read_prompt_data(cfg.prompts)
+        envs = self._make_envs(prompt_texts(self.data, self.tokenizer, cfg.chat_template, cfg.system_prompt), reward)
         self.parts = RLHFParts(envs, AdaptiveKL(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon), [])
         self.learner, self.group_size = build_learner("rlhf", cfg, flat,
                                                       self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
@@ -122,11 +126,13 @@ class RLHFTrainer:
             self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
 
     def _make_envs(self, prompts: list[str], reward: Any) -> list[TokenEnv]:
+        """The sub-envs; with reward functions each holds the score the trainer gives it in batch."""
         cfg, lm_config = self.cfg, self.model.lm.config
-        envs = [TokenEnv(prompts, reward, lm_config.vocab_size, self.eos, cfg.max_new_tokens, tokenizer=self.tokenizer,
+        self.pending = [PendingScore() for _ in range(cfg.num_envs)] if self.rewards is not None else []
+        envs = [TokenEnv(prompts, self.pending[i] if self.pending else reward, lm_config.vocab_size, self.eos, cfg.max_new_tokens, tokenizer=self.tokenizer,
                          missing_eos_penalty=cfg.missing_eos_penalty, pad_token_id=0,
                          model_context=getattr(lm_config, "max_position_embeddings", None))
-                for _ in range(cfg.num_envs)]
+                for i in range(cfg.num_envs)]
         for i, env in enumerate(envs):
             env.reset(seed=cfg.seed * PROMPT_STREAM_STRIDE + i)  # seeds each sub-env's prompt stream once
         return envs
@@ -148,10 +154,11 @@ class RLHFTrainer:
         """One response per sub-env (batched KV-cache sampling); returns the grid with the env's
         rewards, and each response's score and EOS flag."""
         device, n, steps = self.device, self.cfg.num_envs, self.cfg.max_new_tokens
-        prompts, index = [], 0
+        prompts, rows, index = [], [], 0
         for i, env in enumerate(self.parts.envs):  # each group of group_size sub-envs answers its first env's prompt
             obs, info = env.reset() if i % self.group_size == 0 else env.reset(options={"prompt": index})
             index = info["prompt_index"]
+            rows.append(index)
             prompts.append(obs["input_ids"][: int(obs["attention_mask"].sum())].tolist())
         ids, mask, width = left_pad(prompts, steps, device)
         f = {k: torch.zeros(steps, n, device=device) for k in ("log_probs", "values", "rewards", "final_values")}
@@ -167,9 +174,13 @@ class RLHFTrainer:
             actions[t] = tokens
             f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
             b["valid"][t] = torch.as_tensor(active, device=device)
-            if self.scorer is not None:  # score every response that ends at this step in one batch
-                ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
-                self.scorer.prefetch([ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending])
+            # Score every response that ends at this step in one batch.
+            ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
+            sequences = [ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending]
+            if self.scorer is not None:
+                self.scorer.prefetch(sequences)
+            if self.rewards is not None and ending:
+                self._pend_rewards(ending, sequences, [len(prompts[i]) for i in ending], rows)
             for i in np.flatnonzero(active):
                 _, reward, terminated, truncated, info = self.parts.envs[i].step(int(tokens[i]))
                 if terminated or truncated:
@@ -182,6 +193,17 @@ class RLHFTrainer:
         grid = TokenGrid(ids, mask, width, actions, f["log_probs"], f["values"], f["rewards"], f["final_values"],
                          b["terminated"], b["dones"], b["valid"])
         return grid, scores, eos
+
+    def _pend_rewards(self, ending: list[int], sequences: list[list[int]], prompt_lengths: list[int],
+                      rows: list[int]) -> None:
+        """Score the responses of sub-envs ``ending`` with the reward functions (their rows' prompts
+        and columns) and hand each env its score."""
+        assert self.rewards is not None
+        completions = [self.tokenizer.decode(s[n:], skip_special_tokens=True) for s, n in zip(sequences, prompt_lengths)]
+        of = [rows[i] for i in ending]
+        scored = self.rewards.score([self.data.prompts[r] for r in of], completions, self.data.rows(of), sequences)
+        for i, value in zip(ending, scored.total.tolist()):
+            self.pending[i].value = value
 
     # ------------------------------------------------------------------------------ update
     @torch.no_grad()
@@ -232,8 +254,12 @@ class RLHFTrainer:
         """Rollout, KL-shaped rewards, batch source (the rollout, or HP3O's hybrid grid), shared PPO epochs."""
         cfg, kl = self.cfg, self.parts.kl
         start = time.perf_counter()
-        with self.autocast():
-            grid, scores, eos = self.collect()
+        streams = RandomStreams.take(self.learner, self.parts.envs)
+        try:
+            with self.autocast():
+                grid, scores, eos = self.collect()
+        except RewardFunctionError as exc:
+            raise self._stopped_by(exc, streams) from None
         rollout_seconds = time.perf_counter() - start
         rollout, kl_tokens, rows = self.score_rollout(grid)
         train_grid, stats = self.learner.source.batches(rollout, self.progress.updates_done)
@@ -251,10 +277,22 @@ class RLHFTrainer:
             "charts/rollout_tokens_per_second": float(lengths.sum()) / rollout_seconds,
         })
         self.last_grid = rollout.grid
+        if self.rewards is not None:
+            stats.update(self.rewards.take_stats())
         if self.extra_metrics is not None:
             prompts, responses = self.decode(rollout.grid)
             stats.update({f"charts/{k}": v for k, v in self.extra_metrics(prompts, responses).items()})
         return stats
+
+    def _stopped_by(self, error: RewardFunctionError, streams: RandomStreams) -> RewardFunctionError:
+        """The run as it stood before this iteration's rollout, checkpointed (unless that checkpoint
+        exists), and the error saying how to continue once the function is fixed."""
+        streams.restore(self.learner, self.parts.envs)
+        name = f"iteration-{self.progress.updates_done:06d}"
+        if not (self.run_dir / "checkpoints" / name).is_dir():
+            self.save(False)
+        return RewardFunctionError(f"{error}; the run stopped with checkpoint {name}: fix the function and continue "
+                                   f"with rlkit rlhf --resume {self.run_dir}")
 
     def reference_log_probs(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
                             cols: torch.Tensor, prompt_width: int) -> torch.Tensor:

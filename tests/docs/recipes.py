@@ -3,7 +3,8 @@ on the line before it is one step of recipe NAME. Shell lines run in bash one af
 scratch folder; a line that is a plain ``rlkit ...`` command runs in this process (``rlkit.cli.main``,
 the command's own entry, without a second interpreter's start-up); ``tensorboard`` lines are not
 started (they serve until stopped): the test checks the folder they would read holds event files.
-Smoke budgets are flags appended to a command (the last of a repeated flag wins)."""
+Smoke budgets are flags appended to a command (the last of a repeated flag wins). A line ending in
+a backslash continues on the next."""
 
 from __future__ import annotations
 
@@ -79,7 +80,7 @@ class Shell:
         """A command at a time (a line, or a here-document with its lines): plain ``rlkit`` lines in
         this process, ``tensorboard`` lines noted, the rest in bash."""
         pending: list[str] = []
-        for line in text.splitlines():
+        for line in re.sub(r"\\\n", " ", text).splitlines():  # a line continued by a backslash is one
             if pending:  # inside a here-document
                 pending.append(line)
             else:
@@ -99,8 +100,12 @@ class Shell:
         assert not pending, f"a here-document never ends: {pending}"
 
     def flags(self, words: Sequence[str]) -> list[str]:
-        command = " ".join(words[:2])
-        return [] if "--help" in words else list(self.smoke.get(command, ()))
+        """The smoke flags of the longest key the command's words start with (``rlkit train``,
+        ``rlkit rlhf --policy``)."""
+        if "--help" in words:
+            return []
+        keys = sorted(self.smoke, key=lambda k: -len(k.split()))
+        return next((list(self.smoke[k]) for k in keys if list(words[:len(k.split())]) == k.split()), [])
 
     def with_smoke(self, line: str) -> str:
         """A shell line with the smoke flags of the rlkit command in its first pipeline segment."""
