@@ -113,7 +113,8 @@ def test_rlhf_help_lists_only_the_hp3o_options_the_rlhf_trainer_honours(capsys, 
     assert list(shown) == ["options", "model options", "rewards options", "prompt-format options", "responses options",
                            "kl options", "run options",
                            "compute options", "ppo options", "variants.outer options", "variants.hp3o options",
-                           "variants.group options", "variants.no-clip options"]
+                           "variants.group options", "variants.no-clip options", "variants.loss-type options"]
+    assert shown["variants.loss-type options"] == ["--loss-type"]
     assert shown["rewards options"] == ["--reward", "--reward-weights"]
     assert shown["prompt-format options"] == ["--chat-template", "--system-prompt"]
     assert shown["variants.hp3o options"] == ["--hp3o", "--hp3o-buffer-size", "--hp3o-trajectories"]

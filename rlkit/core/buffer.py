@@ -29,6 +29,10 @@ class Batch(NamedTuple):
     behaviour_params: torch.Tensor | None = None
     """``[B, P]`` the behaviour policy's full distribution parameters (the head's ``full_params``),
     present only for an objective that needs them (an analytic KL penalty)."""
+    segments: torch.Tensor | None = None
+    """``[B]`` int64: which sequence of the minibatch (``0 .. S-1``) each sample belongs to, where
+    the trainer trains on whole sequences (a response of the token env); None otherwise. An
+    objective that aggregates per sequence reads it."""
 
     def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Batch":
         """``fn`` applied to every field present (an absent ``behaviour_params`` stays None)."""

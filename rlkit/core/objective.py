@@ -66,6 +66,9 @@ class ObjectiveInputs(NamedTuple):
     old_dist: torch.Tensor | None = None
     """The same of the behaviour policy, computed once per update before its first epoch; None
     unless the objective ``needs_dist_params``."""
+    segments: torch.Tensor | None = None
+    """``[B]`` the sequence of the minibatch each sample belongs to (:attr:`Batch.segments`), where
+    the trainer has sequences."""
 
     @property
     def targets(self) -> Targets:
@@ -143,11 +146,13 @@ def objective_inputs(head: PolicyHead, dist_params: torch.Tensor, values: torch.
     """What an objective reads of a minibatch ``mb`` given the policy's outputs on it."""
     new_log_probs, entropy = head.log_prob_entropy(dist_params, mb.actions)
     if not needs_dist_params:
-        return ObjectiveInputs(new_log_probs, mb.log_probs, mb.advantages, values, mb.values, mb.returns, entropy)
+        return ObjectiveInputs(new_log_probs, mb.log_probs, mb.advantages, values, mb.values, mb.returns, entropy,
+                               segments=mb.segments)
     if mb.behaviour_params is None:
         raise ValueError("the objective needs the behaviour policy's distribution parameters; the minibatch has none")
     return ObjectiveInputs(new_log_probs, mb.log_probs, mb.advantages, values, mb.values, mb.returns, entropy,
-                           head.full_params(dist_params), mb.behaviour_params)  # type: ignore[attr-defined]
+                           head.full_params(dist_params), mb.behaviour_params,  # type: ignore[attr-defined]
+                           segments=mb.segments)
 
 
 def minibatch_loss(objective: Objective, head: PolicyHead, hp: PPOConfig, default_loss: LossFn) -> MinibatchLoss:

@@ -45,9 +45,10 @@ def load_policy(cfg: RLHFConfig, policy: torch.nn.Module | None, device: torch.d
 
 
 def wrap_policy(cfg: RLHFConfig, policy: torch.nn.Module, device: torch.device) -> PolicyParts:
-    """The trained module and the reference: a frozen copy, or LoRA adapters over one copy."""
+    """The trained module and the reference: a frozen copy, or LoRA adapters over one copy. A run
+    without a KL penalty (``kl_coef`` 0, no ``kl_target``) loads no reference."""
     if not cfg.lora_r:
-        reference = copy.deepcopy(policy).to(device).eval().requires_grad_(False)
+        reference = copy.deepcopy(policy).to(device).eval().requires_grad_(False) if uses_reference(cfg) else None
         policy.requires_grad_(True)
         return PolicyParts(policy, reference, None)
     # LoRA (peft): only the adapters train; the reference is the same weights with the adapters
@@ -63,6 +64,11 @@ def wrap_policy(cfg: RLHFConfig, policy: torch.nn.Module, device: torch.device) 
     except ValueError as exc:
         raise ConfigError(f"lora_targets {list(cfg.lora_targets)}: {one_line(exc)}") from None
     return PolicyParts(wrapped.get_base_model(), None, wrapped)
+
+
+def uses_reference(cfg: RLHFConfig) -> bool:
+    """Whether the run has a KL penalty against the frozen reference (beta > 0, or an adaptive beta)."""
+    return cfg.kl_coef > 0 or cfg.kl_target is not None
 
 
 def enable_gradient_checkpointing(lm: torch.nn.Module) -> None:

@@ -34,7 +34,7 @@ from rlkit.io.logger import Logger
 from rlkit.io.run import RunDir, open_run_dir, timestamp, write_result
 from rlkit.io.threads import seed_and_threads
 from rlkit.rlhf.build import (build_reward, build_tokenizer, checkpointed_forward, enable_gradient_checkpointing,
-                              load_policy, read_prompts, wrap_policy)
+                              load_policy, read_prompts, uses_reference, wrap_policy)
 from rlkit.rlhf.checkpoint import RandomStreams, RLHFParts, config_from_checkpoint, load_rlhf, save_rlhf
 from rlkit.rlhf.prompts import PromptData, prompt_texts, read_prompt_data
 from rlkit.rlhf.config import RLHFConfig
@@ -219,7 +219,8 @@ class RLHFTrainer:
         with self.autocast():
             log_probs, values, final_values = self.model.evaluate_tokens(
                 grid.ids, grid.mask, rows, cols, trunc_n, grid.prompt_width + trunc_t, grid.prompt_width)
-            ref = self.reference_log_probs(grid.ids, grid.mask, rows, cols, grid.prompt_width)
+            ref = (self.reference_log_probs(grid.ids, grid.mask, rows, cols, grid.prompt_width)
+                   if uses_reference(self.cfg) else log_probs)  # no penalty: no reference pass, KL 0
         kl_tokens = kl_penalty(log_probs, ref, self.cfg.kl_estimator)
         shaped = grid.rewards.clone()
         shaped[vt, rows] -= self.parts.kl.beta * kl_tokens
@@ -243,7 +244,7 @@ class RLHFTrainer:
                 logits, values = self.model.forward_tokens(train_grid.ids[mb.sequences], train_grid.mask[mb.sequences],
                                                            mb.local_rows, t_cols[mb.transitions],
                                                            train_grid.prompt_width)
-            return logits, values, batch.map(lambda x: x[mb.transitions])
+            return logits, values, batch.map(lambda x: x[mb.transitions])._replace(segments=mb.local_rows)
 
         stats = ppo_epochs(epoch_minibatches, forward, self.model.head, learner.flat, learner.optimizer, cfg.ppo,
                            self.progress.updates_done + 1, self.kernels.loss, learner.objective)
@@ -265,13 +266,17 @@ class RLHFTrainer:
         train_grid, stats = self.learner.source.batches(rollout, self.progress.updates_done)
         stats.update(self.learner.passes(train_grid, self.optimize))
         seq_kl = torch.zeros(cfg.num_envs, device=self.device).index_add_(0, rows, kl_tokens)
-        kl.update(float(seq_kl.mean()), cfg.num_envs)
+        if uses_reference(cfg):
+            kl.update(float(seq_kl.mean()), cfg.num_envs)
+            stats.update({"charts/kl": float(seq_kl.mean()), "charts/kl_coef": kl.beta,
+                          "charts/non_score_reward": float(-kl.beta * seq_kl.mean())})
         lengths = rollout.grid.valid.sum(0).float()
         seconds = time.perf_counter() - start
         stats.update({
-            "charts/score": float(scores.mean()), "charts/kl": float(seq_kl.mean()), "charts/kl_coef": kl.beta,
-            "charts/non_score_reward": float(-kl.beta * seq_kl.mean()),
-            "charts/response_length": float(lengths.mean()), "charts/eos_rate": float(eos.mean()),
+            "charts/score": float(scores.mean()),
+            "charts/response_length": float(lengths.mean()), "charts/response_length_min": float(lengths.min()),
+            "charts/response_length_max": float(lengths.max()), "charts/truncated_share": float(1 - eos.mean()),
+            "charts/eos_rate": float(eos.mean()),
             "charts/tokens": float(lengths.sum()),
             "charts/tokens_per_second": float(lengths.sum()) / seconds,
             "charts/rollout_tokens_per_second": float(lengths.sum()) / rollout_seconds,
@@ -314,8 +319,9 @@ class RLHFTrainer:
     # -------------------------------------------------------------------- what the loop calls
     def iterate(self) -> Iteration:
         stats = self.update()
-        postfix = (f"tok/s={stats['charts/tokens_per_second']:.0f} score={stats['charts/score']:.3g} "
-                   f"kl={stats['charts/kl']:.3g}")
+        postfix = f"tok/s={stats['charts/tokens_per_second']:.0f} score={stats['charts/score']:.3g}"
+        if "charts/kl" in stats:
+            postfix += f" kl={stats['charts/kl']:.3g}"
         return Iteration(stats, int(stats.pop("charts/tokens")), postfix)
 
     def after_update(self, stats: dict[str, float], logger: Logger) -> None:

@@ -32,9 +32,14 @@ def rloo_advantages(returns: torch.Tensor) -> torch.Tensor:
     return returns - others
 
 
-def grpo_advantages(returns: torch.Tensor, eps: float = 1e-4) -> torch.Tensor:
-    """``[G, g]`` -> ``[G, g]``: returns standardized within each row (unbiased std, plus ``eps``)."""
-    return (returns - returns.mean(-1, keepdim=True)) / (returns.std(-1, keepdim=True) + eps)
+def grpo_advantages(returns: torch.Tensor, eps: float = 1e-4, scale: str = "group") -> torch.Tensor:
+    """``[G, g]`` -> ``[G, g]``: each return minus its row's mean, divided by the row's unbiased std
+    (``scale="group"``), the whole batch's (``"batch"``) or nothing (``"none"``), plus ``eps``."""
+    centred = returns - returns.mean(-1, keepdim=True)
+    if scale == "none":
+        return centred
+    std = returns.std(-1, keepdim=True) if scale == "group" else returns.std()
+    return centred / (std + eps)
 
 
 def sequence_returns(grid: TokenGrid) -> torch.Tensor:
@@ -56,10 +61,12 @@ class GroupAdvantages(Stateless):
         if self.options.group_form == "rloo":
             per_sequence = rloo_advantages(returns)
         else:
-            per_sequence = grpo_advantages(returns, self.options.group_eps)
+            per_sequence = grpo_advantages(returns, self.options.group_eps, self.options.group_scale)
         advantages = grid.valid.float() * per_sequence.reshape(1, -1)
+        scores = rollout.env_rewards.masked_fill(~grid.valid, 0.0).sum(0).view(-1, g)  # the rewards before the KL
         stats = {"group/return_std": float(returns.std(-1).mean()),
-                 "group/advantage_abs": float(per_sequence.abs().mean())}
+                 "group/advantage_abs": float(per_sequence.abs().mean()),
+                 "group/frac_reward_zero_std": float((scores.std(-1) == 0).float().mean())}
         return replace(grid, advantages=advantages), stats
 
 

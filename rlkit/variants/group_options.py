@@ -25,6 +25,9 @@ class GroupOptions:
     (group std + group_eps) (Shao et al. 2024)."""
     group_eps: float = 1e-4
     """GRPO: added to the group's standard deviation (a group of equal returns gets advantage 0)."""
+    group_scale: Literal["group", "batch", "none"] = "group"
+    """GRPO: divide each advantage by the std of its group's returns, of the whole batch's, or by
+    nothing (TRL's scale_rewards; Dr. GRPO, Liu et al. 2025, divides by nothing)."""
     turn_on = "--group-size 2 or more"
     """What turns the variant on (a class attribute, not an option): an option named at its default
     alone is refused with this hint (rlkit.cli)."""
@@ -35,10 +38,14 @@ class GroupOptions:
             raise ConfigError(f"group advantages need group_size >= 2 responses per prompt, got {self.group_size}")
         if not (isinstance(self.group_eps, (int, float)) and math.isfinite(self.group_eps) and self.group_eps > 0):
             raise ConfigError(f"group_eps must be a finite number > 0, got {self.group_eps!r}")
+        if self.group_form == "rloo" and self.group_scale != "group":
+            raise ConfigError(f"group_scale={self.group_scale!r} scales GRPO's advantages; RLOO's are not scaled "
+                              "(set group_form grpo)")
 
 
 def label(options: GroupOptions) -> str:
-    return f"{options.group_form}-g{options.group_size}"
+    scale = "" if options.group_scale == "group" else f"-scale{options.group_scale}"
+    return f"{options.group_form}-g{options.group_size}{scale}"
 
 
 NO_EFFECT = ("vf_coef", "clip_vloss", "vloss_form", "gae_lambda", "gamma")

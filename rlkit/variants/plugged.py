@@ -28,7 +28,8 @@ def build_learner(trainer: str, cfg: Any, flat: FlatParameters, optimizer: Optim
     trainer's ``default_source`` when no variant brings one, PPO's clipped surrogate when no
     variant brings an objective). The generator lives on ``generator_device`` (default: ``device``)."""
     rng = np.random.default_rng(cfg.seed)
-    plugs = cfg.variants.build(PlugContext(trainer, flat, cfg.ppo, cfg.num_envs, rng, device, model))
+    plugs = cfg.variants.build(PlugContext(trainer, flat, cfg.ppo, cfg.num_envs, rng, device, model,
+                                           getattr(cfg, "max_new_tokens", 0)))
     require_end_takes_stats(plugs.hooks)
     generator = torch.Generator(generator_device or device).manual_seed(cfg.seed)
     learner = Learner(flat, optimizer, generator, rng, list(plugs.hooks), plugs.source or default_source,

@@ -93,6 +93,9 @@ class PlugContext:
     """The run's numpy stream (a variant's random choices draw from it, so runs repeat)."""
     device: torch.device
     model: nn.Module
+    max_sequence: int = 0
+    """The longest sequence a rollout holds where the trainer has sequences (``max_new_tokens`` on
+    the token env); 0 otherwise."""
 
 
 @dataclass(frozen=True)

@@ -281,7 +281,7 @@ def test_a_populations_penalty_gives_each_member_its_own_beta_and_terms():
     hp = rlkit.PPOConfig()
     together = stack_objectives(members)(inputs, hp, dim=1)
     for k, member in enumerate(members):
-        alone = member(ObjectiveInputs(*(x[k] for x in inputs)), hp)
+        alone = member(ObjectiveInputs(*(None if x is None else x[k] for x in inputs)), hp)
         torch.testing.assert_close(together.loss[k], alone.loss)
         torch.testing.assert_close(together.stats["kl"][k], alone.stats["kl"])
     assert together.stats["kl"][0] > 0
