@@ -25,6 +25,8 @@ from rlkit.io.signals import StopRequest, stop_on_signals
 USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train --help lists every flag)
        rlkit eval RUN_DIR [--episodes N] [--seed S] [--max-steps N]
        rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
+       rlkit rlhf --policy MODEL --prompts FILE --reward module:function [FLAGS]
+       rlkit rlhf eval RUN_OR_MODEL --prompts FILE --reward module:function [--samples K] [FLAGS]
        rlkit rlhf tiny-models DIR   (a tiny random policy and reward model, to try the RLHF commands)
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
@@ -172,8 +174,11 @@ def _eval(argv: list[str]) -> int:
 
 
 def _rlhf(argv: list[str]) -> int:
-    if argv[:1] == ["tiny-models"]:
-        return _tiny_models(argv[1:])
+    if argv[:1] in (["tiny-models"], ["eval"]):
+        from rlkit.cli_rlhf import rlhf_eval, tiny_models
+
+        print((tiny_models if argv[0] == "tiny-models" else rlhf_eval)(argv[1:], Parser))
+        return 0
     from rlkit.rlhf.config import RLHFConfig
 
     refuse_unhonoured(argv, RLHFConfig)
@@ -193,19 +198,6 @@ def _rlhf(argv: list[str]) -> int:
     else:
         trainer = RLHFTrainer(cfg.replace())  # replace() validates
     print(json.dumps(trainer.train().to_json()))
-    return 0
-
-
-def _tiny_models(argv: list[str]) -> int:
-    parser = Parser(prog="rlkit rlhf tiny-models", description="Write a tiny random policy (a 2-layer Llama over 16 "
-                    "words, built locally) and a reward model of the same shape, to try the RLHF commands: the random "
-                    "reward model makes rlkit rlhf run, not learn; rlkit rm train --backbone DIR/policy trains one.")
-    parser.add_argument("dir", help="a new or empty folder: DIR/policy and DIR/reward-model are written there")
-    parser.add_argument("--no-reward-model", action="store_true", help="write the policy only")
-    args = parser.parse_args(argv)
-    from rlkit.rlhf.tiny import write_tiny_models
-
-    print(json.dumps(write_tiny_models(args.dir, with_reward_model=not args.no_reward_model).to_json()))
     return 0
 
 

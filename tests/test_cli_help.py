@@ -13,7 +13,7 @@ from rlkit.errors import ConfigError
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.variants import registered
 
-COMMANDS = [["train"], ["rlhf"], ["rm", "train"], ["eval"], ["sweep"], ["report"], ["records"], ["rlhf", "tiny-models"],
+COMMANDS = [["train"], ["rlhf"], ["rm", "train"], ["eval"], ["sweep"], ["report"], ["records"], ["rlhf", "tiny-models"], ["rlhf", "eval"],
             *[["report", tool] for tool in ("walltime", "tags", "staleness", "scalars")]]
 
 

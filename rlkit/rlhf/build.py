@@ -121,9 +121,13 @@ def build_reward(cfg: RLHFConfig, reward: Any, tokenizer: Any, device: torch.dev
     if not cfg.reward_model and not cfg.reward:
         raise ConfigError("no reward: set reward_model or reward (reward functions), or pass reward= "
                           "(a callable (prompts, responses) -> scores)")
+    return make_rewards(cfg, tokenizer, device) if cfg.reward else _reward_model(cfg, tokenizer, device)
+
+
+def make_rewards(cfg: RLHFConfig, tokenizer: Any, device: torch.device) -> RewardSet:
+    """The config's reward sources as one :class:`RewardSet`: the reward model (when set) first,
+    then each reward function, weighted by ``reward_weights`` (default: all 1)."""
     scorer = _reward_model(cfg, tokenizer, device) if cfg.reward_model else None
-    if not cfg.reward:
-        return scorer
     weights = list(cfg.reward_weights) or [1.0] * (int(scorer is not None) + len(cfg.reward))
     model_weight = weights.pop(0) if scorer is not None else 1.0
     return RewardSet([load_reward_function(spec, w) for spec, w in zip(cfg.reward, weights)], scorer, model_weight)

@@ -223,8 +223,10 @@ def test_the_recipe_of_the_rewards_page_runs_as_printed(tmp_path):
 
     shell = Shell(tmp_path, {"rlkit rlhf --policy": ["--iterations", "2", "--torch-threads", "1"]})
     shell.run(recipes((Path(__file__).parents[2] / "docs" / "rlhf-rewards.md").read_text())["rewards"])
-    out = json.loads(shell.printed[-1].strip().splitlines()[-1])
+    out, trained, initial = (json.loads(text.strip().splitlines()[-1]) for text in shell.printed[-3:])
     assert out["run_dir"] == "runs/rewards" and out["iterations"] == 2
+    assert trained["greedy"] and trained["prompts"] == 3 and set(trained["rewards"]) == {"total", "correct"}
+    assert initial["samples"] == 4 and 0 <= initial["accuracy"]["mean"] <= 1
     events = EventAccumulator(str(tmp_path / "runs" / "rewards"), size_guidance={"scalars": 0})
     events.Reload()
     tags = set(events.Tags()["scalars"])
