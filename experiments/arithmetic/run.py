@@ -1,0 +1,115 @@
+"""Arithmetic with a verifiable reward on SmolLM2-135M-Instruct: PPO (value head), RLOO and GRPO at
+equal wall time, held-out accuracy over training.
+
+Each (method, seed) trains in segments of ``--segment`` iterations (``rlkit rlhf``, then ``rlkit rlhf
+--resume``) until its training wall time reaches ``--minutes``; after each segment ``rlkit rlhf eval``
+scores the policy greedily on the held-out problems. The initial model is evaluated the same way.
+Wall time is each run's own training seconds (model loading and evaluation excluded). Every point
+goes to ``OUT/curve.jsonl``; a stopped run of this script continues where it stopped
+(finished segments are kept, a run is resumed from its checkpoint).
+
+    python experiments/arithmetic/data.py                      # the problems (once)
+    python experiments/arithmetic/run.py --out runs/arithmetic   # 3 methods x 3 seeds
+    python experiments/arithmetic/run.py --out runs/arith-smoke --methods grpo --seeds 1 --minutes 1 --segment 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+METHODS = {"ppo": [], "rloo": ["--group-size", "4"], "grpo": ["--group-size", "4", "--group-form", "grpo"]}
+"""Each method's flags; every method writes 16 responses of at most 12 tokens per iteration."""
+TOKENS_PER_ITERATION = 16 * 12
+SETTINGS = ["--num-envs", "16", "--max-new-tokens", "12", "--kl-coef", "0", "--learning-rate",
+            "2e-6", "--temperature", "1.0", "--num-minibatches", "2", "--torch-threads", "2", "--no-progress"]
+
+
+def rlkit(*args: str) -> dict:
+    """Run one rlkit command; its last stdout line as JSON (a failure stops the script with its error)."""
+    done = subprocess.run([str(Path(sys.executable).parent / "rlkit"), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"rlkit {shlex.join(args)} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def trained_seconds(run: Path) -> float:
+    """The run's own training seconds (its newest checkpoint's: model loading and evaluation excluded)."""
+    latest = json.loads((run / "checkpoints" / "latest.json").read_text())["checkpoint"]
+    return float(json.loads((run / "checkpoints" / latest / "state.json").read_text())["seconds"])
+
+
+def template(args: argparse.Namespace) -> str:
+    return "--chat-template" if args.chat_template else "--no-chat-template"
+
+
+def points(curve: Path) -> list[dict]:
+    return [json.loads(line) for line in curve.read_text().splitlines()] if curve.is_file() else []
+
+
+def evaluate(target: str, args: argparse.Namespace) -> dict:
+    result = rlkit("rlhf", "eval", target, "--prompts", args.heldout, "--reward", args.reward, "--max-new-tokens",
+                   "12", template(args), "--seed", "1")
+    return result["accuracy"]
+
+
+def train_one(method: str, seed: int, args: argparse.Namespace, curve: Path) -> None:
+    """Segments of ``method`` with ``seed`` until its training wall time reaches the budget."""
+    run = Path(args.out) / f"{method}__s{seed}"
+    done = [p for p in points(curve) if p["method"] == method and p["seed"] == seed]
+    seconds, iterations = (done[-1]["train_seconds"], done[-1]["iterations"]) if done else (0.0, 0)
+    while seconds < args.minutes * 60:
+        iterations += args.segment
+        common = ["--iterations", str(iterations), "--checkpoint-every", str(TOKENS_PER_ITERATION * args.segment)]
+        if (run / "checkpoints").is_dir():
+            rlkit("rlhf", "--resume", str(run), *common)
+        else:
+            rlkit("rlhf", "--policy", args.policy, "--prompts", args.train, "--reward", args.reward, "--seed",
+                  str(seed), "--logdir", str(run.parent), "--run-name", run.name, *METHODS[method], *SETTINGS,
+                  template(args), *common)
+        seconds = trained_seconds(run)
+        point = {"method": method, "seed": seed, "iterations": iterations, "train_seconds": seconds,
+                 "accuracy": evaluate(str(run), args)}
+        with curve.open("a") as f:
+            f.write(json.dumps(point) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="runs/arithmetic", help="folder of the runs and curve.jsonl")
+    parser.add_argument("--policy", default=None, help="the model folder (default: SmolLM2, experiments/smollm2.py)")
+    parser.add_argument("--train", default=str(HERE / "data" / "train.jsonl"), help="training problems")
+    parser.add_argument("--heldout", default=str(HERE / "data" / "heldout.jsonl"), help="held-out problems")
+    parser.add_argument("--reward", default="rlkit.rlhf.verifiers:correct_number", help="the reward function")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--minutes", type=float, default=20.0, help="training wall time per (method, seed)")
+    parser.add_argument("--segment", type=int, default=10, help="iterations between held-out evaluations")
+    parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,
+                        help="format prompts with the model's chat template (default: on)")
+    args = parser.parse_args()
+    if args.policy is None:
+        sys.path.insert(0, str(HERE.parent))
+        from smollm2 import prepare
+
+        args.policy = prepare()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    curve = out / "curve.jsonl"
+    if not any(p["method"] == "initial" for p in points(curve)):
+        with curve.open("a") as f:
+            f.write(json.dumps({"method": "initial", "seed": 0, "iterations": 0, "train_seconds": 0.0,
+                                "accuracy": evaluate(args.policy, args)}) + "\n")
+    for method in args.methods:
+        for seed in args.seeds:
+            train_one(method, seed, args, curve)
+    print(curve)
+
+
+if __name__ == "__main__":
+    main()
