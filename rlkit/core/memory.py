@@ -171,7 +171,8 @@ def register_memory(name: str, factory: Callable[[int, int], MemoryTorso]) -> No
 def make_memory(name: str, in_dim: int, size: int) -> MemoryTorso:
     """The torso ``name`` over ``in_dim`` inputs, or a one-line :class:`ConfigError`."""
     if name not in MEMORIES:
-        raise ConfigError(f"unknown memory {name!r}; choose from {', '.join(MEMORIES)}")
+        raise ConfigError(f"unknown memory {name!r}; choose from {', '.join(MEMORIES)} (a torso of your own "
+                          "registers when its module is in RLKIT_VARIANTS)")
     return MEMORIES[name](in_dim, size)
 
 

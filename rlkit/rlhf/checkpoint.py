@@ -12,6 +12,7 @@ as the uninterrupted run (tested with a tiny model).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -24,6 +25,8 @@ from rlkit.io.checkpoint import restoring, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants.migrate import StoredRun, config_of, read_run
+
+log = logging.getLogger("rlkit")
 
 RESUMABLE = ("iterations", "checkpoint_every", "save_model", "progress", "torch_threads", "device", "policy", "reward_model",
              "prompts", "reward")
@@ -47,6 +50,12 @@ def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None) -> 
     """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``) and what it stored."""
     stored = read_run(path, "rlhf", changes or {}, RESUMABLE, REQUIRED_STATE, RLHFConfig().to_dict())
     cfg = config_of(RLHFConfig, stored, changes or {}, path)
+    before, now = (stored.state or {}).get("config", {}), cfg.to_dict()
+    for name in ("reward", "prompts"):
+        old, new = (list(v) if isinstance(v, (list, tuple)) else v for v in (before.get(name), now.get(name)))
+        if name in (changes or {}) and name in before and old != new:
+            log.warning("resuming with %s = %s (the run had %s): its checkpoints record it; config.json keeps "
+                        "the run's first settings", name, new, old)
     done = int(stored.state["update"]) if stored.state else 0
     if cfg.iterations < done:
         raise ConfigError(f"iterations={cfg.iterations} is below the {done} the run has done")

@@ -192,6 +192,9 @@ class RLHFConfig(ComposedConfig):
             require_minibatches(self.num_envs, self.num_minibatches, self.norm_adv, "num_envs", ONE_RESPONSE)
         if self.kl_target is not None and not (math.isfinite(self.kl_target) and self.kl_target > 0):
             raise ConfigError(f"kl_target must be > 0 or None, got {self.kl_target!r}")
+        if self.kl_target is not None and self.kl_coef == 0 and not self.resume:
+            raise ConfigError("kl_target adapts beta by factors from kl_coef, which is 0: beta would stay 0; set "
+                              "kl_coef > 0 (the starting beta) or drop kl_target")
         sources = int(bool(self.reward_model)) + len(self.reward)
         if self.reward_weights and len(self.reward_weights) != sources:
             raise ConfigError(f"reward_weights has {len(self.reward_weights)} weights for {sources} reward sources "

@@ -85,7 +85,7 @@ def run_config(request: EvalRequest) -> tuple[RLHFConfig, Path | None]:
 
 def evaluate(request: EvalRequest) -> dict[str, Any]:
     """Generate, score and summarize (see the module docstring): the JSON ``rlkit rlhf eval`` prints,
-    with ``completions`` (every completion, prompt by prompt, ``k`` each) that it writes to ``--out``."""
+    with ``completions`` (per prompt: the prompt and its ``k`` answers) that it writes to ``--out``."""
     if request.samples < 1 or request.batch_size < 1:
         raise ConfigError(f"--samples and --batch-size must be >= 1, got {request.samples}, {request.batch_size}")
     if not request.reward and not request.reward_model:
@@ -112,8 +112,9 @@ def evaluate(request: EvalRequest) -> dict[str, Any]:
                                [p + r for p, r in zip(prompt_ids, responses)])
         for name, values in {"total": scored.total, **scored.per_source}.items():
             per_prompt.setdefault(name, []).append(values)
+    answers_of = [{"prompt": data.prompts[i], "answers": completions[i * k:(i + 1) * k]} for i in range(len(texts))]
     return _summary(request, cfg, rewards, {n: np.concatenate(v).reshape(-1, k) for n, v in per_prompt.items()},
-                    completions)
+                    answers_of)
 
 
 def _policy(cfg: RLHFConfig, weights: Path | None, device: torch.device) -> LMActorCritic:
@@ -157,7 +158,7 @@ def bootstrap_interval(values: np.ndarray, seed: int, resamples: int = RESAMPLES
 
 
 def _summary(request: EvalRequest, cfg: RLHFConfig, rewards: RewardSet, scores: dict[str, np.ndarray],
-             completions: list[str]) -> dict[str, Any]:
+             completions: list[dict[str, Any]]) -> dict[str, Any]:
     """Per source: the mean over prompts of each prompt's mean, its interval, the share it applied to."""
     sources: dict[str, Any] = {}
     for name, values in scores.items():

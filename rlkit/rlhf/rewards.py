@@ -9,7 +9,9 @@ function in order. ``None`` counts as 0 in that sum (TRL sums with ``nansum``); 
 applies to scores 0.
 
 A function that raises, returns another number of values than completions, or a value that is
-neither a finite number nor ``None`` is a :class:`RewardFunctionError` naming it.
+neither a finite number nor ``None`` is a :class:`RewardFunctionError` naming it. The trainer calls
+the functions on the responses that end at each step of the rollout, so a call holds part of the
+iteration's batch: a function scores each sample on its own.
 """
 
 from __future__ import annotations
@@ -176,7 +178,10 @@ def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns
     try:
         out = f.fn(prompts=prompts, completions=completions, **columns)
     except Exception as exc:  # noqa: BLE001 - the user's function failing is one line naming it
-        raise RewardFunctionError(f"reward function {f.name} raised {type(exc).__name__}: {one_line(exc)}") from None
+        hint = (f" (it receives prompts, completions and the prompt data's columns: {sorted(columns) or 'none'})"
+                if isinstance(exc, TypeError) and "argument" in str(exc) else "")
+        raise RewardFunctionError(f"reward function {f.name} raised {type(exc).__name__}: {one_line(exc)}{hint}"
+                                  ) from None
     try:
         values = list(out)
     except TypeError:

@@ -86,6 +86,8 @@ class RLHFTrainer:
                 early: RunDir | None) -> None:
         stored = None
         if cfg.resume:  # the run's own config; weights and random streams are restored at the end
+            if changes and "reward" in changes:
+                changes = {**changes, "reward": resolve_reward_paths(changes["reward"])}
             cfg, stored = config_from_checkpoint(cfg.resume, changes)
         else:  # store where the inputs are, so the run resumes from any working directory
             cfg = cfg.replace(**{k: str(Path(v).resolve()) for k in ("policy", "reward_model", "prompts")
@@ -296,8 +298,8 @@ class RLHFTrainer:
         name = f"iteration-{self.progress.updates_done:06d}"
         if not (self.run_dir / "checkpoints" / name).is_dir():
             self.save(False)
-        return RewardFunctionError(f"{error}; the run stopped with checkpoint {name}: fix the function and continue "
-                                   f"with rlkit rlhf --resume {self.run_dir}")
+        return RewardFunctionError(f"{error}; the run stopped with checkpoint {name}: fix the function (or the "
+                                   f"data) and continue with rlkit rlhf --resume {self.run_dir}")
 
     def reference_log_probs(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
                             cols: torch.Tensor, prompt_width: int) -> torch.Tensor:

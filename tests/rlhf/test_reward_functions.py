@@ -184,7 +184,7 @@ def test_a_failing_function_stops_the_run_after_a_checkpoint_it_resumes_from_exa
     err = capsys.readouterr().err.strip()
     run = tmp_path / "runs" / "stopped"
     assert err == (f"rlkit: error: reward function {rewards_file}:fails_in_iteration_2 raised ValueError: the grader "
-                   f"is down; the run stopped with checkpoint iteration-000001: fix the function and continue with "
+                   f"is down; the run stopped with checkpoint iteration-000001: fix the function (or the data) and continue with "
                    f"rlkit rlhf --resume {run}")
     assert (run / "checkpoints" / "iteration-000001").is_dir() and not (run / "policy.safetensors").exists()
     fail.unlink()
@@ -225,9 +225,33 @@ def test_the_recipe_of_the_rewards_page_runs_as_printed(tmp_path):
     shell.run(recipes((Path(__file__).parents[2] / "docs" / "rlhf-rewards.md").read_text())["rewards"])
     out, trained, initial = (json.loads(text.strip().splitlines()[-1]) for text in shell.printed[-3:])
     assert out["run_dir"] == "runs/rewards" and out["iterations"] == 2
-    assert trained["greedy"] and trained["prompts"] == 3 and set(trained["rewards"]) == {"total", "correct"}
+    assert trained["samples"] == 4 and trained["prompts"] == 3 and set(trained["rewards"]) == {"total", "correct"}
     assert initial["samples"] == 4 and 0 <= initial["accuracy"]["mean"] <= 1
     events = EventAccumulator(str(tmp_path / "runs" / "rewards"), size_guidance={"scalars": 0})
     events.Reload()
     tags = set(events.Tags()["scalars"])
     assert {"rewards/correct/mean", "rewards/correct/applied", "rewards/brevity/mean"} <= tags
+
+
+def test_a_missing_column_is_named_and_an_adaptive_beta_from_zero_is_refused(logdir, rewards_file):
+    trainer = RLHFTrainer(cfg(logdir, reward=(f"{rewards_file}:matches",)), policy=tiny_lm.causal_lm(),
+                          tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    with pytest.raises(RewardFunctionError, match=re.escape("missing 1 required keyword-only argument") + "|"
+                       + re.escape("prompt data's columns: none")) as info:
+        trainer.train()
+    assert "prompt data's columns: none" in str(info.value)
+    with pytest.raises(ConfigError, match="kl_target adapts beta"):
+        cfg(logdir, kl_coef=0.0, kl_target=1.0)
+
+
+def test_resuming_with_another_reward_function_says_so(tmp_path, rewards_file, capsys, caplog):
+    policy, _, prompts = tiny_lm.save_models(tmp_path, PROMPTS)
+    run = tmp_path / "runs" / "r"
+    assert main(["rlhf", "--policy", str(policy), "--prompts", str(prompts), "--reward", f"{rewards_file}:good_count",
+                 "--iterations", "1", "--num-envs", "4", "--max-new-tokens", "3", "--checkpoint-every", "12",
+                 "--torch-threads", "1", "--no-save-model", "--logdir", str(run.parent), "--run-name", "r"]) == 0
+    capsys.readouterr()
+    assert main(["rlhf", "--resume", str(run), "--iterations", "2", "--reward", f"{rewards_file}:brevity"]) == 0
+    warned = [r.getMessage() for r in caplog.records if "resuming with reward" in r.getMessage()]
+    assert len(warned) == 1 and f"['{Path(rewards_file).resolve()}:brevity']" in warned[0], warned
+    assert "good_count" in warned[0]

@@ -64,9 +64,11 @@ def test_greedy_answers_are_the_trained_policys_and_scores_are_its_functions(tas
     request = EvalRequest(str(run), str(tmp_path / "prompts.jsonl"), (f"{tmp_path}/rewards.py:correct",
                                                                       f"{tmp_path}/rewards.py:words"))
     result = evaluate(request)
-    assert result["completions"] == [greedy_by_hand(run, r["prompt"]) for r in ROWS]
-    correct = [float(r["answer"] in c.split()) for r, c in zip(ROWS, result["completions"])]
-    counted = [len(c.split()) for c in result["completions"]]
+    assert result["completions"] == [{"prompt": r["prompt"], "answers": [greedy_by_hand(run, r["prompt"])]}
+                                     for r in ROWS]
+    answers = [c["answers"][0] for c in result["completions"]]
+    correct = [float(r["answer"] in c.split()) for r, c in zip(ROWS, answers)]
+    counted = [len(c.split()) for c in answers]
     assert result["accuracy"] == result["rewards"]["correct"] and result["accuracy"]["mean"] == np.mean(correct)
     assert result["rewards"]["words"]["mean"] == np.mean(counted)  # None (an empty answer) counts 0
     assert result["rewards"]["words"]["applied"] == np.mean([n > 0 for n in counted])
@@ -84,7 +86,8 @@ def test_sampled_answers_k_per_prompt_and_the_initial_model_is_evaluable(task, c
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     written = json.loads(out.read_text())
     assert printed["samples"] == 3 and not printed["greedy"] and "completions" not in printed
-    assert len(written["completions"]) == 3 * len(ROWS) and written["accuracy"] == printed["accuracy"]
+    assert [c["prompt"] for c in written["completions"]] == [r["prompt"] for r in ROWS]
+    assert all(len(c["answers"]) == 3 for c in written["completions"]) and written["accuracy"] == printed["accuracy"]
     assert main(["rlhf", "eval", str(policy), "--prompts", str(tmp_path / "prompts.jsonl"), "--reward",
                  f"{tmp_path}/rewards.py:correct", "--samples", "3", "--max-new-tokens", "4", "--batch-size", "5",
                  "--out", str(tmp_path / "again.json")]) == 0
