@@ -15,7 +15,7 @@ def rlhf_eval(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> s
     """The JSON line ``rlkit rlhf eval`` prints."""
     parser = parser_class(prog="rlkit rlhf eval", description="Answer held-out prompts with a trained RLHF run's "
                           "policy (or any causal LM folder, e.g. the initial model) and score the answers; prints one "
-                          "JSON line: each reward source's mean over prompts with a 95%% bootstrap interval, and "
+                          "JSON line: each reward source's mean over prompts with a 95% bootstrap interval, and "
                           "accuracy (the first reward function's).")
     parser.add_argument("target", help="an rlkit rlhf run folder (its policy.safetensors) or a causal LM folder")
     parser.add_argument("--prompts", required=True, help="prompt data: .txt, .jsonl with columns, or a datasets folder")
@@ -32,7 +32,8 @@ def rlhf_eval(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> s
                         help="format prompts with the tokenizer's chat template (default: as the run did)")
     parser.add_argument("--system-prompt", default=None, help="a system message before each prompt (chat template)")
     parser.add_argument("--batch-size", type=int, default=16, help="completions generated at once (default: 16)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of sampling and of the bootstrap (default: 1)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of sampling and of the bootstrap; sampled answers repeat at the same seed and "
+                        "--batch-size (default: 1)")
     parser.add_argument("--device", default="auto", help="torch device: auto, cpu or cuda[:i] (default: auto)")
     parser.add_argument("--out", default=None, help="also write the result with every completion to this new file")
     args = parser.parse_args(argv)

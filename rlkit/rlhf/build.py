@@ -121,7 +121,9 @@ def build_reward(cfg: RLHFConfig, reward: Any, tokenizer: Any, device: torch.dev
     if not cfg.reward_model and not cfg.reward:
         raise ConfigError("no reward: set reward_model or reward (reward functions), or pass reward= "
                           "(a callable (prompts, responses) -> scores)")
-    return make_rewards(cfg, tokenizer, device) if cfg.reward else _reward_model(cfg, tokenizer, device)
+    if cfg.reward or cfg.reward_weights:  # a weighted reward model alone is a source set of one
+        return make_rewards(cfg, tokenizer, device)
+    return _reward_model(cfg, tokenizer, device)
 
 
 def make_rewards(cfg: RLHFConfig, tokenizer: Any, device: torch.device) -> RewardSet:

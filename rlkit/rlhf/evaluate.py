@@ -78,6 +78,8 @@ def run_config(request: EvalRequest) -> tuple[RLHFConfig, Path | None]:
         changes["max_new_tokens"] = request.max_new_tokens
     if request.chat_template is not None:
         changes["chat_template"] = request.chat_template
+        if not request.chat_template:  # the run's system message goes with its template
+            changes["system_prompt"] = None
     if request.system_prompt is not None:
         changes["system_prompt"] = request.system_prompt
     return cfg.replace(**changes), weights

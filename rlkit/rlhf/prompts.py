@@ -44,7 +44,11 @@ def read_prompt_data(path: str) -> PromptData:
     lines = read_lines(path, "prompt file")
     if not lines:
         raise ConfigError(f"prompt file {path!r} is empty")
-    if Path(path).suffix == ".jsonl":
+    suffix = Path(path).suffix.lower()
+    if suffix == ".json":
+        raise ConfigError(f"prompt file {path!r}: give prompt rows as .jsonl (one JSON object per line) or a datasets "
+                          "folder; a .json file is not read")
+    if suffix == ".jsonl":
         return _from_rows([(f"{path}:{number}", _json_row(path, number, line)) for number, line in lines], path)
     return PromptData([text for _, text in lines], {})
 
@@ -90,7 +94,7 @@ def _dataset_rows(path: str) -> list[tuple[str, dict[str, Any]]]:
                           "(pip install 'rlkit[rlhf-data]')") from None
     try:
         loaded = datasets.load_from_disk(path)
-    except (FileNotFoundError, ValueError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - datasets raises many kinds (an empty saved Dataset: IndexError)
         raise ConfigError(f"prompts {path!r}: not a datasets folder written by save_to_disk ({one_line(exc)})") from None
     if isinstance(loaded, datasets.DatasetDict):
         if "train" not in loaded:

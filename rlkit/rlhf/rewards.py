@@ -156,6 +156,9 @@ class RewardSet:
             values = _call(f, prompts, completions, columns)
             per_source[f.log_name] = values
             total += f.weight * np.nan_to_num(values, nan=0.0)
+        if not (np.abs(total) <= LARGEST).all():
+            raise RewardFunctionError(f"the weighted sum of the rewards reaches {np.abs(total).max():.3g}; the weights "
+                                      "and rewards must keep it at most 1e30 in size")
         for name, values in per_source.items():
             self.seen.setdefault(name, []).append(values)
         return ScoredBatch(total, per_source)
@@ -173,15 +176,30 @@ class RewardSet:
         return stats
 
 
+LARGEST = 1e30
+"""The largest reward magnitude taken (the env's and the update's float32 hold far less than 1e38
+after weights and sums); a larger one is an error naming the function."""
+
+
+def _finite(v: Any) -> bool:
+    try:
+        return math.isfinite(float(v)) and abs(float(v)) <= LARGEST
+    except (OverflowError, ValueError):
+        return False
+
+
 def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns: dict[str, list[Any]]) -> np.ndarray:
     """``[B]`` the function's rewards, NaN for None; anything else is a :class:`RewardFunctionError`."""
     try:
         out = f.fn(prompts=prompts, completions=completions, **columns)
-    except Exception as exc:  # noqa: BLE001 - the user's function failing is one line naming it
+    except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - the function's own failure, named
+        # (a Ctrl-C does not raise here: a run holds SIGINT and stops between iterations)
         hint = (f" (it receives prompts, completions and the prompt data's columns: {sorted(columns) or 'none'})"
                 if isinstance(exc, TypeError) and "argument" in str(exc) else "")
         raise RewardFunctionError(f"reward function {f.name} raised {type(exc).__name__}: {one_line(exc)}{hint}"
                                   ) from None
+    if isinstance(out, (dict, str, bytes)):
+        raise RewardFunctionError(f"reward function {f.name} returned {type(out).__name__}, not a list of rewards")
     try:
         values = list(out)
     except TypeError:
@@ -194,9 +212,9 @@ def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns
     for i, v in enumerate(values):
         if v is None:
             rewards[i] = math.nan
-        elif isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(float(v)):
+        elif isinstance(v, numbers.Real) and not isinstance(v, bool) and _finite(v):
             rewards[i] = float(v)
         else:
             raise RewardFunctionError(f"reward function {f.name} returned {v!r} ({type(v).__name__}) for completion "
-                                      f"{i}; a reward is a finite number or None")
+                                      f"{i}; a reward is a finite number (at most 1e30 in size) or None")
     return rewards

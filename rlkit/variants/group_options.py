@@ -27,7 +27,9 @@ class GroupOptions:
     """GRPO: added to the group's standard deviation (a group of equal returns gets advantage 0)."""
     group_scale: Literal["group", "batch", "none"] = "group"
     """GRPO: divide each advantage by the std of its group's returns, of the whole batch's, or by
-    nothing (TRL's scale_rewards; Dr. GRPO, Liu et al. 2025, divides by nothing)."""
+    nothing (TRL's scale_rewards; Dr. GRPO, Liu et al. 2025, divides by nothing). The core's
+    --norm-adv whitening per minibatch removes a constant scale: batch and none differ only with
+    --no-norm-adv."""
     turn_on = "--group-size 2 or more"
     """What turns the variant on (a class attribute, not an option): an option named at its default
     alone is refused with this hint (rlkit.cli)."""

@@ -15,7 +15,8 @@ class LossTypeOptions:
     default, dapo, is the core's own mean over tokens."""
 
     loss_type: Literal["dapo", "grpo", "dr_grpo"] = "dapo"
-    """dapo: the mean over the minibatch's tokens (Yu et al. 2025); grpo: each response's token mean,
+    """dapo: the mean over the minibatch's tokens (Yu et al. 2025), the default objective itself (runs
+    without the flag, which then is refused as changing nothing); grpo: each response's token mean,
     then the mean over responses (Shao et al. 2024); dr_grpo: the sum over tokens divided by
     responses x max_new_tokens (Liu et al. 2025)."""
     turn_on = "--loss-type grpo or dr_grpo"

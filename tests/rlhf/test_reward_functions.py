@@ -255,3 +255,44 @@ def test_resuming_with_another_reward_function_says_so(tmp_path, rewards_file, c
     warned = [r.getMessage() for r in caplog.records if "resuming with reward" in r.getMessage()]
     assert len(warned) == 1 and f"['{Path(rewards_file).resolve()}:brevity']" in warned[0], warned
     assert "good_count" in warned[0]
+
+
+def test_huge_dict_and_interrupting_rewards_are_the_functions_failures():
+    for returned, words in [([1e300], "at most 1e30"), ([10 ** 400], "at most 1e30"), ({0: 1.0}, "returned dict"),
+                            ("1", "returned str")]:
+        bad = RewardSet([RewardFunction("mod:bad", lambda returned=returned, **kw: returned)])
+        with pytest.raises(RewardFunctionError, match=re.escape(words)):
+            bad.score(["p"], ["a"], {}, [[1]])
+    for exc in (KeyboardInterrupt, SystemExit):
+        def raises(exc=exc, **kw):
+            raise exc()
+        with pytest.raises(RewardFunctionError, match=f"reward function mod:raises raised {exc.__name__}"):
+            RewardSet([RewardFunction("mod:raises", raises)]).score(["p"], ["a"], {}, [[1]])
+    big = RewardSet([RewardFunction("mod:big", lambda **kw: [1e20], weight=1e20)])
+    with pytest.raises(RewardFunctionError, match="weighted sum"):
+        big.score(["p"], ["a"], {}, [[1]])
+
+
+def test_a_weighted_reward_model_alone_is_weighted(tmp_path):
+    from rlkit.rlhf.build import build_reward
+
+    _, rm, _ = tiny_lm.save_models(tmp_path)
+    plain = build_reward(RLHFConfig(reward_model=str(rm)), None, tiny_lm.tokenizer(), torch.device("cpu"))
+    weighted = build_reward(RLHFConfig(reward_model=str(rm), reward_weights=(3.0,)), None, tiny_lm.tokenizer(),
+                            torch.device("cpu"))
+    sequences = [[3, 4, 5], [6, 7]]
+    np.testing.assert_allclose(weighted.score(["p", "q"], ["a", "b"], {}, sequences).total,
+                               3.0 * plain.score_ids(sequences), rtol=1e-6)
+
+
+def test_json_prompt_files_and_an_empty_saved_dataset_are_one_line(tmp_path):
+    for name in ("p.json", "P.JSON"):
+        (tmp_path / name).write_text('{"prompt": "a"}\n')
+        with pytest.raises(ConfigError, match="not read"):
+            read_prompt_data(str(tmp_path / name))
+    (tmp_path / "up.JSONL").write_text('{"prompt": "a", "answer": 1}\n')
+    assert read_prompt_data(str(tmp_path / "up.JSONL")).columns == {"answer": [1]}
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_dict({"prompt": [], "answer": []}).save_to_disk(str(tmp_path / "empty"))
+    with pytest.raises(ConfigError):
+        read_prompt_data(str(tmp_path / "empty"))
