@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlkit.errors import ConfigError, RlkitError, one_line
+from rlkit.io.signals import SignalStop
 
 RewardCallable = Callable[..., Sequence[Any]]
 """``f(prompts=[B], completions=[B], **columns) -> [B]`` numbers or None."""
@@ -192,8 +193,9 @@ def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns
     """``[B]`` the function's rewards, NaN for None; anything else is a :class:`RewardFunctionError`."""
     try:
         out = f.fn(prompts=prompts, completions=completions, **columns)
+    except SignalStop:  # a real stop signal arriving meanwhile: the run's to handle
+        raise
     except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - the function's own failure, named
-        # (a Ctrl-C does not raise here: a run holds SIGINT and stops between iterations)
         hint = (f" (it receives prompts, completions and the prompt data's columns: {sorted(columns) or 'none'})"
                 if isinstance(exc, TypeError) and "argument" in str(exc) else "")
         raise RewardFunctionError(f"reward function {f.name} raised {type(exc).__name__}: {one_line(exc)}{hint}"

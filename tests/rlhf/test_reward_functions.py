@@ -296,3 +296,12 @@ def test_json_prompt_files_and_an_empty_saved_dataset_are_one_line(tmp_path):
     datasets.Dataset.from_dict({"prompt": [], "answer": []}).save_to_disk(str(tmp_path / "empty"))
     with pytest.raises(ConfigError):
         read_prompt_data(str(tmp_path / "empty"))
+
+
+def test_a_stop_signal_during_a_reward_function_is_not_taken_for_its_failure():
+    from rlkit.io.signals import SignalStop
+
+    def stopped(**kw):
+        raise SignalStop(2)
+    with pytest.raises(SignalStop):
+        RewardSet([RewardFunction("mod:stopped", stopped)]).score(["p"], ["a"], {}, [[1]])
