@@ -22,8 +22,9 @@ def rlhf_eval(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> s
     parser.add_argument("--reward", nargs="+", action="extend", default=[],
                         help="reward functions, module:function or file.py:function (repeatable)")
     parser.add_argument("--reward-model", default=None, help="a reward model folder, scored as a source too")
-    parser.add_argument("--reward-weights", nargs="+", type=float, default=[],
-                        help="one weight per source: the reward model first (when set), then each function")
+    parser.add_argument("--reward-weights", nargs="+", action="extend", type=float, default=[],
+                        help="one weight per source: the reward model first (when set), then each function "
+                        "(repeatable: the lists add up)")
     parser.add_argument("--samples", type=int, default=1,
                         help="completions per prompt: 1 answers greedily, more are sampled (default: 1)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")

@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlkit.ablation.measurements import ExtendList
+
 HERE = Path(__file__).parent
 METHODS = {"ppo": [], "rloo": ["--group-size", "4"], "grpo": ["--group-size", "4", "--group-form", "grpo"]}
 """Each method's flags; every method writes 16 responses of at most 12 tokens per iteration."""
@@ -86,8 +88,10 @@ def main() -> None:
     parser.add_argument("--train", default=str(HERE / "data" / "train.jsonl"), help="training problems")
     parser.add_argument("--heldout", default=str(HERE / "data" / "heldout.jsonl"), help="held-out problems")
     parser.add_argument("--reward", default="rlkit.rlhf.verifiers:correct_number", help="the reward function")
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--methods", nargs="+", action=ExtendList, default=list(METHODS), choices=list(METHODS),
+                        help="methods to train (repeatable: the lists add up)")
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3],
+                        help="seeds of each method (repeatable: the lists add up)")
     parser.add_argument("--minutes", type=float, default=20.0, help="training wall time per (method, seed)")
     parser.add_argument("--segment", type=int, default=10, help="iterations between held-out evaluations")
     parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,

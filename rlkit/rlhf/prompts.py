@@ -95,7 +95,8 @@ def _dataset_rows(path: str) -> list[tuple[str, dict[str, Any]]]:
     try:
         loaded = datasets.load_from_disk(path)
     except Exception as exc:  # noqa: BLE001 - datasets raises many kinds (an empty saved Dataset: IndexError)
-        raise ConfigError(f"prompts {path!r}: not a datasets folder written by save_to_disk ({one_line(exc)})") from None
+        raise ConfigError(f"prompts {path!r} is a folder, not a file, nor a datasets folder written by save_to_disk "
+                          f"({one_line(exc)})") from None
     if isinstance(loaded, datasets.DatasetDict):
         if "train" not in loaded:
             raise ConfigError(f"prompts {path!r}: a DatasetDict without a 'train' split (it has {sorted(loaded)})")

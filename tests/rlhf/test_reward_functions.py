@@ -148,7 +148,7 @@ def test_prompt_data_from_jsonl_and_a_datasets_folder_and_what_is_refused(tmp_pa
         jsonl.write_text("".join(json.dumps(r) + "\n" for r in bad))
         with pytest.raises(ConfigError, match=words):
             read_prompt_data(str(jsonl))
-    with pytest.raises(ConfigError, match="not a datasets folder"):
+    with pytest.raises(ConfigError, match="nor a datasets folder"):
         read_prompt_data(str(tmp_path))
 
 
