@@ -176,13 +176,13 @@ class RLHFTrainer:
             actions[t] = tokens
             f["log_probs"][t] = self.model.head.log_prob(logits, tokens)
             b["valid"][t] = torch.as_tensor(active, device=device)
-            # Score every response that ends at this step in one batch.
-            ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
-            sequences = [ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending]
-            if self.scorer is not None:
-                self.scorer.prefetch(sequences)
-            if self.rewards is not None and ending:
-                self._pend_rewards(ending, sequences, [len(prompts[i]) for i in ending], rows)
+            if self.scorer is not None or self.rewards is not None:  # score the responses ending now in one batch
+                ending = [i for i in np.flatnonzero(active) if int(tokens[i]) == self.eos or t + 1 == steps]
+                sequences = [ids[i, width - len(prompts[i]): width + t + 1].tolist() for i in ending]
+                if self.scorer is not None:
+                    self.scorer.prefetch(sequences)
+                elif ending:
+                    self._pend_rewards(ending, sequences, [len(prompts[i]) for i in ending], rows)
             for i in np.flatnonzero(active):
                 _, reward, terminated, truncated, info = self.parts.envs[i].step(int(tokens[i]))
                 if terminated or truncated:
