@@ -335,7 +335,7 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
     if command == "sweep":
         print("rlkit: interrupted; finished runs and checkpoints are kept; run the same command again to continue",
               file=sys.stderr)
-    elif command == "eval":
+    elif command in ("eval", "rlhf eval"):
         print("rlkit: interrupted; nothing was written", file=sys.stderr)
     elif command == "records":
         print("rlkit: interrupted; every file copied so far is whole; run the same command again to finish",
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     # runs itself) stop at the first signal. A signal while the outcome is reported is ignored.
     owned = stop_on_signals() if argv[0] != "sweep" else contextlib.nullcontext(StopRequest())
     with owned as request:
-        request.at_once = argv[0] not in ("train", "rlhf")
+        request.at_once = argv[0] not in ("train", "rlhf") or argv[1:2] in (["eval"], ["tiny-models"])
         try:
             code = commands[argv[0]](argv[1:])
             request.over = True
@@ -386,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         except KeyboardInterrupt as exc:
             request.over = True
-            return _interrupted(exc, argv[0])
+            return _interrupted(exc, " ".join(argv[:2]) if argv[:2] == ["rlhf", "eval"] else argv[0])
 
 if __name__ == "__main__":
     sys.exit(main())

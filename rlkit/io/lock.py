@@ -91,6 +91,24 @@ class FolderLock:
         self.release()
 
 
+def holder(folder: Path, name: str = RUN_LOCK) -> str | None:
+    """Who holds ``folder/name`` locked (its "pid N" line), or None when nobody does, there is no
+    such lock file, or locks are not available; looks without writing anything."""
+    try:
+        import fcntl
+
+        handle = open(Path(folder) / name)
+    except (ImportError, OSError):
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return handle.read().strip() or "another process"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
+
 def _not_held_in_child() -> None:
     """In a forked child (an env worker, a pool worker): its copies of the parent's locked files
     closed, so the lock goes with the parent alone (a ``flock`` lasts while any descriptor of the

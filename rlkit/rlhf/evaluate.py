@@ -10,7 +10,6 @@ share of correct answers); a completion it returns None for counts as 0 there.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ from safetensors.torch import load_file
 from rlkit.core.device import torch_device
 from rlkit.core.token_grid import left_pad
 from rlkit.errors import ConfigError
+from rlkit.io.files import read_json
+from rlkit.io.lock import holder
 from rlkit.io.threads import seed_and_threads
 from rlkit.rlhf.build import build_tokenizer, load_policy, make_rewards, wrap_policy
 from rlkit.rlhf.config import RLHFConfig
@@ -59,17 +60,23 @@ def run_config(request: EvalRequest) -> tuple[RLHFConfig, Path | None]:
     """The config the policy and its prompts are built with: the run's own (its ``config.json``)
     with the request's settings, or a fresh one over a model folder; and the run's saved policy."""
     folder = Path(request.target)
-    saved = folder / "config.json"
-    if saved.is_file() and json.loads(saved.read_text()).get("policy"):
+    saved = read_json(folder / "config.json") if folder.is_dir() else None
+    if isinstance(saved, dict) and "total_steps" in saved and "env" in saved:
+        raise ConfigError(f"{folder} is a Gymnasium run; evaluate it with: rlkit eval {folder}")
+    if isinstance(saved, dict) and saved.get("policy"):
+        if (pid := holder(folder)) is not None:
+            raise ConfigError(f"{folder} is being trained by another rlkit process ({pid}); evaluate it once that "
+                              "run has finished")
         weights = folder / "policy.safetensors"
         if not weights.is_file():
             raise ConfigError(f"{folder} is an RLHF run without a saved policy (policy.safetensors: it ran with "
                               "--no-save-model or has not finished)")
-        cfg = RLHFConfig.from_dict({**json.loads(saved.read_text()), "resume": None})
-    elif folder.is_dir() and (folder / "config.json").is_file():
+        cfg = RLHFConfig.from_dict({**saved, "resume": None})
+    elif saved is not None:
         cfg, weights = RLHFConfig(policy=str(folder)), None
     else:
-        raise ConfigError(f"{request.target!r} is neither an rlkit rlhf run folder nor a model folder")
+        raise ConfigError(f"{request.target!r} is neither an rlkit rlhf run folder nor a model folder (no readable "
+                          "config.json)")
     changes: dict[str, Any] = {"prompts": request.prompts, "device": request.device, "seed": request.seed,
                                "temperature": request.temperature, "kl_coef": 0.0, "kl_target": None,
                                "reward": request.reward, "reward_model": request.reward_model,

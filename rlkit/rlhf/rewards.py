@@ -16,6 +16,7 @@ iteration's batch: a function scores each sample on its own.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 import math
@@ -28,7 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlkit.errors import ConfigError, RlkitError, one_line
-from rlkit.io.signals import SignalStop
+from rlkit.io.signals import EnvStuck, SignalStop, env_wait
 
 RewardCallable = Callable[..., Sequence[Any]]
 """``f(prompts=[B], completions=[B], **columns) -> [B]`` numbers or None."""
@@ -190,9 +191,15 @@ def _finite(v: Any) -> bool:
 
 
 def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns: dict[str, list[Any]]) -> np.ndarray:
-    """``[B]`` the function's rewards, NaN for None; anything else is a :class:`RewardFunctionError`."""
+    """``[B]`` the function's rewards, NaN for None; anything else is a :class:`RewardFunctionError`.
+    The function gets copies (what it changes in a prompt or a column is not seen by later calls),
+    and after a stop signal it has as long as an environment's step to return (:class:`EnvStuck`)."""
     try:
-        out = f.fn(prompts=prompts, completions=completions, **columns)
+        with env_wait():
+            out = f.fn(prompts=copy.deepcopy(prompts), completions=list(completions), **copy.deepcopy(columns))
+    except EnvStuck as exc:
+        exc.message = f"reward function {f.name} did not return within {exc.seconds:.0f} s of the stop signal"
+        raise
     except SignalStop:  # a real stop signal arriving meanwhile: the run's to handle
         raise
     except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - the function's own failure, named

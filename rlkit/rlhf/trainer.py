@@ -125,7 +125,9 @@ class RLHFTrainer:
         self.run_dir, self.lock = early or open_run_dir(cfg.logdir, cfg.run_name,
                                                         f"rlhf__{cfg.variant}__s{cfg.seed}__{timestamp()}", None)
         with self.lock.released_on_error():
-            self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored else Progress()
+            # (a run stopped before its first checkpoint starts again: nothing stored to load)
+            self.progress = load_rlhf(self.run_dir, stored, self.learner, self.parts) if stored and stored.state \
+                else Progress()
 
     def _make_envs(self, prompts: list[str], reward: Any) -> list[TokenEnv]:
         """The sub-envs; with reward functions each holds the score the trainer gives it in batch."""

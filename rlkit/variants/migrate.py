@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from rlkit.core.composed import flat_field_names, refused_fields
 from rlkit.errors import CheckpointError, ConfigError
-from rlkit.io.checkpoint import (find_resume_point, load_checkpoint, newest_config, refuse_changes, require_state,
-                                 run_dir_of)
+from rlkit.io.checkpoint import (checkpoint_candidates, find_resume_point, load_checkpoint, newest_config,
+                                 refuse_changes, require_state, run_dir_of)
 from rlkit.io.files import read_json
 from rlkit.variants.containers import variant_groups
 
@@ -51,16 +51,21 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
              required: tuple[str, ...] = (), defaults: dict[str, Any] | None = None) -> StoredRun:
     """The run at ``path`` to continue with ``trainer``: ``changes`` outside ``resumable`` are
     refused, a run of the other trainer is a one-line error naming the command that continues it,
-    and a Gymnasium run that never completed a checkpoint starts again from its ``config.json``.
+    and a run that never completed a checkpoint starts again from its ``config.json`` (state None).
     ``defaults``: the trainer config's flat defaults (for fields a record leaves out).
     A state that does not hold what it should is a one-line :class:`CheckpointError`."""
     if trainer == "gym":
         newest = newest_config(path)
         found = find_resume_point(path, ("config",), exact=True)
         if found is None:
-            record = _latest_settings(migrate_config(_fresh_record(path), trainer), newest, resumable)
+            record = _latest_settings(migrate_config(_fresh_record(path, trainer), trainer), newest, resumable)
             _refuse_changes(changes, record, resumable, defaults)
             return StoredRun(record, None, None)
+    elif not checkpoint_candidates(path) and (run_dir_of(path) / "config.json").is_file():
+        log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
+        record = migrate_config(_fresh_record(path, trainer), trainer)
+        _refuse_changes(changes, record, resumable, defaults)
+        return StoredRun(record, None, None)
     else:
         found = load_checkpoint(path, ("config",))[:2]
     try:
@@ -109,13 +114,15 @@ def _refuse_changes(changes: dict[str, Any], record: dict[str, Any], resumable: 
     refuse_changes({k: v for k, v in changes.items() if not same(k)}, resumable)
 
 
-def _fresh_record(path: str) -> dict[str, Any]:
-    """The ``config.json`` of a Gymnasium run that never completed a checkpoint."""
+def _fresh_record(path: str, trainer: str) -> dict[str, Any]:
+    """The ``config.json`` of a run of ``trainer`` that never completed a checkpoint."""
     record = read_json(run_dir_of(path) / "config.json")
-    if record is None:
+    if not isinstance(record, dict):
         raise CheckpointError(f"cannot resume {path!r}: no checkpoint, and its config.json is missing or damaged")
-    if "iterations" in record and "total_steps" not in record:
-        raise ConfigError(f"{path!r} is an RLHF run; continue it with: rlkit rlhf --resume {path}")
+    other = "rlhf" if "iterations" in record and "total_steps" not in record else "gym"
+    if other != trainer:
+        raise ConfigError(f"{path!r} is {'a Gymnasium' if other == 'gym' else 'an RLHF'} run; continue it with: "
+                          f"{COMMANDS[other]} --resume {path}")
     return record
 
 

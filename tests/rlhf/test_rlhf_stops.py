@@ -1,0 +1,123 @@
+"""Stopping RLHF commands: one SIGINT stops a run whose reward function hangs (after the grace an
+environment's step gets) and ``rlkit rlhf eval`` at once; a run stopped before its first checkpoint
+resumes by starting again, to the weights of a run never stopped; ``rlhf eval`` leaves a run being
+trained alone; a reward function's changes to its arguments do not reach later calls."""
+
+import json
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from rlkit.cli import main
+from rlkit.io.lock import RUN_LOCK, FolderLock
+from rlkit.io.signals import STOP_GRACE_SECONDS
+from rlkit.rlhf.rewards import RewardFunction, RewardSet
+from tests import tiny_lm
+from tests.processes import wait_until
+from tests.robustness.helpers import start_cli
+
+REWARDS = '''
+import os, time
+from pathlib import Path
+
+def correct(prompts, completions, answer, **kw):
+    hang = os.environ.get("RLKIT_TEST_HANG")
+    if hang:
+        Path(hang).touch()
+        time.sleep(600)
+    return [1.0 if a in c.split() else 0.0 for c, a in zip(completions, answer)]
+'''
+ROWS = [{"prompt": "the movie was", "answer": "good"}, {"prompt": "i liked it", "answer": "fun"}]
+
+
+@pytest.fixture
+def task(tmp_path):
+    (tmp_path / "rewards.py").write_text(REWARDS)
+    (tmp_path / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    policy, _, _ = tiny_lm.save_models(tmp_path)
+    return tmp_path, policy
+
+
+def train_args(tmp_path, policy, name):
+    return ["rlhf", "--policy", str(policy), "--prompts", str(tmp_path / "prompts.jsonl"), "--reward",
+            f"{tmp_path}/rewards.py:correct", "--iterations", "2", "--num-envs", "4", "--max-new-tokens", "4",
+            "--learning-rate", "3e-3", "--torch-threads", "1", "--logdir", str(tmp_path / "runs"), "--run-name", name,
+            "--no-progress"]
+
+
+def stopped_while_hanging(tmp_path, args):
+    """``rlkit ARGS`` given one SIGINT once its reward function hangs: (exit code, stderr, seconds to stop)."""
+    marker = tmp_path / "hanging"
+    proc = start_cli(*args, env={**os.environ, "RLKIT_TEST_HANG": str(marker)})
+    assert wait_until(marker.exists, 120), proc.communicate(timeout=60)[1][-1500:]
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    return proc.returncode, err, time.monotonic() - start
+
+
+def test_one_sigint_stops_a_hanging_reward_function_and_the_run_starts_again_exactly(task, capsys):
+    tmp_path, policy = task
+    code, err, seconds = stopped_while_hanging(tmp_path, train_args(tmp_path, policy, "stopped"))
+    run = tmp_path / "runs" / "stopped"
+    assert code == 130 and "Traceback" not in err, err[-1500:]
+    assert f"reward function {tmp_path}/rewards.py:correct did not return within" in err
+    assert "the run has no checkpoint yet (a resume starts it again)" in err
+    assert STOP_GRACE_SECONDS <= seconds < STOP_GRACE_SECONDS + 30
+    assert not (run / "checkpoints").exists() and not (run / "policy.safetensors").exists()
+    assert main(["rlhf", "--resume", str(run)]) == 0
+    assert main(train_args(tmp_path, policy, "straight")) == 0
+    capsys.readouterr()
+    from safetensors.torch import load_file
+
+    resumed, straight = (load_file(tmp_path / "runs" / name / "policy.safetensors") for name in ("stopped", "straight"))
+    assert resumed.keys() == straight.keys() and all(torch.equal(resumed[k], straight[k]) for k in straight)
+
+
+def test_one_sigint_stops_rlhf_eval_at_once_and_nothing_is_written(task):
+    tmp_path, policy = task
+    out = tmp_path / "eval.json"
+    code, err, seconds = stopped_while_hanging(tmp_path, [
+        "rlhf", "eval", str(policy), "--prompts", str(tmp_path / "prompts.jsonl"), "--reward",
+        f"{tmp_path}/rewards.py:correct", "--max-new-tokens", "4", "--out", str(out)])
+    assert code == 130 and err.strip().splitlines()[-1] == "rlkit: interrupted; nothing was written", err[-1500:]
+    assert seconds < STOP_GRACE_SECONDS and not out.exists()
+
+
+def test_rlhf_eval_refuses_a_run_being_trained_and_a_gymnasium_run(task, capsys):
+    tmp_path, policy = task
+    run = tmp_path / "runs" / "r"
+    assert main(train_args(tmp_path, policy, "r")) == 0
+    gym_run = tmp_path / "gym"
+    gym_run.mkdir()
+    (gym_run / "config.json").write_text(json.dumps({"env": "CartPole-v1", "total_steps": 4096}))
+    capsys.readouterr()
+    fn = ["--prompts", str(tmp_path / "prompts.jsonl"), "--reward", f"{tmp_path}/rewards.py:correct"]
+    with FolderLock(run, RUN_LOCK, "rlkit process", "resume it"):
+        assert main(["rlhf", "eval", str(run), *fn]) == 2
+        assert "being trained by another rlkit process (pid" in capsys.readouterr().err
+    assert main(["rlhf", "eval", str(gym_run), *fn]) == 2
+    assert capsys.readouterr().err.strip() == f"rlkit: error: {gym_run} is a Gymnasium run; evaluate it with: " \
+                                              f"rlkit eval {gym_run}"
+    assert main(["rlhf", "eval", str(run), *fn]) == 0  # the lock let go: evaluable again
+
+
+def test_what_a_reward_function_changes_in_its_arguments_does_not_reach_later_calls():
+    seen = []
+
+    def meddles(prompts, completions, answer, **kw):
+        seen.append((json.dumps(prompts), list(answer), list(completions)))
+        prompts[0][0]["content"] = "changed"
+        answer[0] = "changed"
+        completions[0] = "changed"
+        return [1.0] * len(completions)
+
+    rewards = RewardSet([RewardFunction("mod:meddles", meddles)])
+    prompts, completions, columns = [[{"role": "user", "content": "hi"}]], ["a"], {"answer": ["b"]}
+    for _ in range(2):
+        rewards.score(prompts, completions, columns, [[1]])
+    assert seen[0] == seen[1] == ('[[{"role": "user", "content": "hi"}]]', ["b"], ["a"])
+    assert prompts[0][0]["content"] == "hi" and columns == {"answer": ["b"]} and completions == ["a"]
