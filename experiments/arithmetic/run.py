@@ -4,9 +4,10 @@ equal wall time, held-out accuracy over training.
 Each (method, seed) trains in segments of ``--segment`` iterations (``rlkit rlhf``, then ``rlkit rlhf
 --resume``) until its training wall time reaches ``--minutes``; after each segment ``rlkit rlhf eval``
 scores the policy greedily on the held-out problems. The initial model is evaluated the same way.
-Wall time is each run's own training seconds (model loading and evaluation excluded). Every point
-goes to ``OUT/curve.jsonl``; a stopped run of this script continues where it stopped
-(finished segments are kept, a run is resumed from its checkpoint).
+Wall time is each run's own training seconds (model loading and evaluation excluded); each point
+also holds the training process's peak resident memory. Every point goes to ``OUT/curve.jsonl``;
+a stopped run of this script continues where it stopped (finished segments are kept, a run is
+resumed from its checkpoint). ``trl_grpo.py`` adds TRL's GRPOTrainer to the same curve.
 
     python experiments/arithmetic/data.py                      # the problems (once)
     python experiments/arithmetic/run.py --out runs/arithmetic   # 3 methods x 3 seeds
@@ -17,27 +18,40 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from rlkit.ablation.measurements import ExtendList
 
 HERE = Path(__file__).parent
-METHODS = {"ppo": [], "rloo": ["--group-size", "4"], "grpo": ["--group-size", "4", "--group-form", "grpo"]}
-"""Each method's flags; every method writes 16 responses of at most 12 tokens per iteration."""
+GROUP = 4
+METHODS = {"ppo": [], "rloo": ["--group-size", str(GROUP), "--no-norm-adv"],
+           "grpo": ["--group-size", str(GROUP), "--group-form", "grpo", "--no-norm-adv"]}
+"""Each method's flags; every method writes 16 responses of at most 12 tokens per iteration. The
+critic-free methods use the group's advantages as they are (GRPO scales them per group; neither
+normalizes again per minibatch, as TRL's GRPOTrainer and RLOOTrainer do not); PPO normalizes its
+GAE advantages per minibatch."""
 TOKENS_PER_ITERATION = 16 * 12
 SETTINGS = ["--num-envs", "16", "--max-new-tokens", "12", "--kl-coef", "0", "--learning-rate",
             "2e-6", "--temperature", "1.0", "--num-minibatches", "2", "--torch-threads", "2", "--no-progress"]
 
 
-def rlkit(*args: str) -> dict:
-    """Run one rlkit command; its last stdout line as JSON (a failure stops the script with its error)."""
-    done = subprocess.run([str(Path(sys.executable).parent / "rlkit"), *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SystemExit(f"rlkit {shlex.join(args)} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def rlkit(*args: str) -> tuple[dict, float]:
+    """Run one rlkit command: its last stdout line as JSON and the process's peak resident memory in
+    GB (a failure stops the script with its error)."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "rlkit"), *args], stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"rlkit {shlex.join(args)} failed: {stderr.strip().splitlines()[-1:]}")
+    return json.loads(stdout.strip().splitlines()[-1]), usage.ru_maxrss / 2**20
 
 
 def trained_seconds(run: Path) -> float:
@@ -55,8 +69,8 @@ def points(curve: Path) -> list[dict]:
 
 
 def evaluate(target: str, args: argparse.Namespace) -> dict:
-    result = rlkit("rlhf", "eval", target, "--prompts", args.heldout, "--reward", args.reward, "--max-new-tokens",
-                   "12", template(args), "--seed", "1")
+    result, _ = rlkit("rlhf", "eval", target, "--prompts", args.heldout, "--reward", args.reward, "--max-new-tokens",
+                      "12", template(args), "--seed", "1")
     return result["accuracy"]
 
 
@@ -69,14 +83,14 @@ def train_one(method: str, seed: int, args: argparse.Namespace, curve: Path) -> 
         iterations += args.segment
         common = ["--iterations", str(iterations), "--checkpoint-every", str(TOKENS_PER_ITERATION * args.segment)]
         if (run / "checkpoints").is_dir():
-            rlkit("rlhf", "--resume", str(run), *common)
+            _, peak = rlkit("rlhf", "--resume", str(run), *common)
         else:
-            rlkit("rlhf", "--policy", args.policy, "--prompts", args.train, "--reward", args.reward, "--seed",
-                  str(seed), "--logdir", str(run.parent), "--run-name", run.name, *METHODS[method], *SETTINGS,
-                  template(args), *common)
+            _, peak = rlkit("rlhf", "--policy", args.policy, "--prompts", args.train, "--reward", args.reward,
+                            "--seed", str(seed), "--logdir", str(run.parent), "--run-name", run.name,
+                            *METHODS[method], *SETTINGS, template(args), *common)
         seconds = trained_seconds(run)
         point = {"method": method, "seed": seed, "iterations": iterations, "train_seconds": seconds,
-                 "accuracy": evaluate(str(run), args)}
+                 "accuracy": evaluate(str(run), args), "peak_rss_gb": peak}
         with curve.open("a") as f:
             f.write(json.dumps(point) + "\n")
 

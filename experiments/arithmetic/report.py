@@ -1,0 +1,86 @@
+"""The arithmetic recipe's report from ``OUT/curve.jsonl`` (run.py and trl_grpo.py): per method,
+each seed's final held-out accuracy with its 95% interval over the held-out problems, the mean over
+seeds, seconds per iteration and peak memory; and a figure of held-out accuracy over training
+seconds (one line per seed, the initial model's accuracy as a dashed line).
+
+    python experiments/arithmetic/report.py runs/arithmetic     # writes report.md and curve.png there
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+from pathlib import Path
+
+
+def load(curve: Path) -> tuple[dict | None, dict[str, dict[int, list[dict]]]]:
+    """The initial model's point and, per method and seed, its points in training order."""
+    initial, runs = None, defaultdict(lambda: defaultdict(list))
+    for line in curve.read_text().splitlines():
+        point = json.loads(line)
+        if point["method"] == "initial":
+            initial = point
+        else:
+            runs[point["method"]][point["seed"]].append(point)
+    for seeds in runs.values():
+        for points in seeds.values():
+            points.sort(key=lambda p: p["iterations"])
+    return initial, runs
+
+
+def table(initial: dict | None, runs: dict[str, dict[int, list[dict]]]) -> list[str]:
+    lines = ["| method | seed | iterations | train s | s / iteration | held-out accuracy [95% CI] | peak RSS (GB) |",
+             "|---|---|---|---|---|---|---|"]
+    if initial is not None:
+        a = initial["accuracy"]
+        lines.append(f"| initial model | — | 0 | — | — | {a['mean']:.3f} [{a['low']:.3f}, {a['high']:.3f}] | — |")
+    for method, seeds in sorted(runs.items()):
+        finals = []
+        for seed, points in sorted(seeds.items()):
+            last, a = points[-1], points[-1]["accuracy"]
+            finals.append(a["mean"])
+            peak = max((p.get("peak_rss_gb") or 0.0) for p in points)
+            lines.append(f"| {method} | {seed} | {last['iterations']} | {last['train_seconds']:.0f} | "
+                         f"{last['train_seconds'] / last['iterations']:.2f} | {a['mean']:.3f} [{a['low']:.3f}, "
+                         f"{a['high']:.3f}] | {peak:.2f} |")
+        lines.append(f"| {method} | mean of {len(finals)} | | | | {sum(finals) / len(finals):.3f} | |")
+    return lines
+
+
+def figure(initial: dict | None, runs: dict[str, dict[int, list[dict]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    colours = plt.get_cmap("tab10")
+    for i, (method, seeds) in enumerate(sorted(runs.items())):
+        for j, (seed, points) in enumerate(sorted(seeds.items())):
+            ax.plot([0] + [p["train_seconds"] / 60 for p in points],
+                    [initial["accuracy"]["mean"] if initial else float("nan")] + [p["accuracy"]["mean"] for p in points],
+                    color=colours(i), alpha=0.8, label=method if j == 0 else None)
+    if initial is not None:
+        ax.axhline(initial["accuracy"]["mean"], color="grey", linestyle="--", label="initial model")
+    ax.set_xlabel("training minutes (model loading and evaluation excluded)")
+    ax.set_ylabel("held-out accuracy (greedy)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", help="the folder holding curve.jsonl; report.md and curve.png are written there")
+    args = parser.parse_args()
+    out = Path(args.out)
+    initial, runs = load(out / "curve.jsonl")
+    (out / "report.md").write_text("# Arithmetic with a verifiable reward: held-out accuracy\n\n"
+                                   + "\n".join(table(initial, runs)) + "\n\n![curve](curve.png)\n")
+    figure(initial, runs, out / "curve.png")
+    print(out / "report.md")
+
+
+if __name__ == "__main__":
+    main()
