@@ -216,3 +216,16 @@ def test_a_member_that_lost_its_population_json_resumes_as_a_member_to_the_same_
     assert_same_bits(final_tensors(whole[0].run_dir), final_tensors(tmp_path / "cut__s1"))
     with pytest.raises(ConfigError, match="resume_population"):
         rlkit.gym.trainer.resume(str(tmp_path / "cut__s2"))
+
+
+def test_a_population_of_one_equals_its_single_run_to_rounding(tmp_path):
+    """docs/populations.md: a member's envs, seeds and streams are its single run's; its stacked
+    update rounds differently from the single run's kernels, so the weights agree to rounding."""
+    single = rlkit.train(_cfg(tmp_path, "single", seed=5, eval_every=1024, eval_episodes=2))
+    (member,) = train_population(_cfg(tmp_path, "pop", eval_every=1024, eval_episodes=2), [5])
+    a, b = final_tensors(single.run_dir), final_tensors(member.result.run_dir)
+    assert_trained_from(a, _first_checkpoint(single.run_dir))
+    assert set(a) == set(b) and single.updates == member.result.updates == 8
+    for k in (k for k in a if k.startswith(("model.", "optim."))):
+        assert torch.allclose(a[k].double(), b[k].double(), rtol=1e-4, atol=1e-6), k
+    assert [s for s, _, _ in single.eval_history] == [s for s, _, _ in member.result.eval_history] == [1024, 2048]
