@@ -41,6 +41,12 @@ def rlhf_eval(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> s
     out = Path(args.out) if args.out else None
     if out is not None and out.exists():
         raise ConfigError(f"--out {out} exists; choose a new file (nothing is overwritten)")
+    if out is not None:
+        from rlkit.io.files import check_writable
+
+        if not out.parent.is_dir():
+            raise ConfigError(f"--out {out}: no folder {out.parent}")
+        check_writable(out.parent)
     from rlkit.rlhf.evaluate import EvalRequest, evaluate
 
     result: dict[str, Any] = evaluate(EvalRequest(
@@ -48,9 +54,9 @@ def rlhf_eval(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> s
         args.temperature, args.max_new_tokens, args.chat_template, args.system_prompt, args.batch_size, args.seed,
         args.device))
     if out is not None:
-        from rlkit.io.files import write_atomic
+        from rlkit.io.files import write_new
 
-        write_atomic(out, json.dumps(result, indent=1))
+        write_new(out, json.dumps(result, indent=1))
     result.pop("completions")
     return json.dumps(result)
 

@@ -16,9 +16,17 @@ from pathlib import Path
 
 def load(curve: Path) -> tuple[dict | None, dict[str, dict[int, list[dict]]]]:
     """The initial model's point and, per method and seed, its points in training order."""
+    if not curve.is_file():
+        raise SystemExit(f"no {curve}: run run.py (or trl_grpo.py) with this --out first")
     initial, runs = None, defaultdict(lambda: defaultdict(list))
-    for line in curve.read_text().splitlines():
-        point = json.loads(line)
+    lines = curve.read_text().splitlines()
+    for i, line in enumerate(lines):
+        try:
+            point = json.loads(line)
+        except ValueError:
+            if i == len(lines) - 1:  # cut off by a kill: its segment is trained again
+                break
+            raise SystemExit(f"{curve}: line {i + 1} is not JSON") from None
         if point["method"] == "initial":
             initial = point
         else:

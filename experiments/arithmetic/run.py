@@ -65,7 +65,25 @@ def template(args: argparse.Namespace) -> str:
 
 
 def points(curve: Path) -> list[dict]:
-    return [json.loads(line) for line in curve.read_text().splitlines()] if curve.is_file() else []
+    """The curve's points; a last line cut off by a kill is dropped (its segment runs again)."""
+    lines = curve.read_text().splitlines() if curve.is_file() else []
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            if i < len(lines) - 1:
+                raise SystemExit(f"{curve}: line {i + 1} is not JSON; fix or remove it") from None
+            curve.write_text("".join(json.dumps(p) + "\n" for p in out))
+    return out
+
+
+def check_budget(args: argparse.Namespace) -> None:
+    """``--minutes`` and ``--segment`` that can train (a one-line exit otherwise)."""
+    if not args.minutes > 0 or args.segment < 1:
+        raise SystemExit(f"--minutes must be > 0 and --segment >= 1, got {args.minutes} and {args.segment}")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise SystemExit(f"--out {args.out} is a file; give a folder")
 
 
 def evaluate(target: str, args: argparse.Namespace) -> dict:
@@ -82,7 +100,7 @@ def train_one(method: str, seed: int, args: argparse.Namespace, curve: Path) -> 
     while seconds < args.minutes * 60:
         iterations += args.segment
         common = ["--iterations", str(iterations), "--checkpoint-every", str(TOKENS_PER_ITERATION * args.segment)]
-        if (run / "checkpoints").is_dir():
+        if (run / "config.json").is_file():  # started before (a run stopped before its first checkpoint starts again)
             _, peak = rlkit("rlhf", "--resume", str(run), *common)
         else:
             _, peak = rlkit("rlhf", "--policy", args.policy, "--prompts", args.train, "--reward", args.reward,
@@ -111,6 +129,7 @@ def main() -> None:
     parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,
                         help="format prompts with the model's chat template (default: on)")
     args = parser.parse_args()
+    check_budget(args)
     if args.policy is None:
         sys.path.insert(0, str(HERE.parent))
         from smollm2 import prepare

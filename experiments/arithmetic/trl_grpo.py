@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from run import GROUP, evaluate, points  # noqa: E402  (this folder's run.py)
+from run import GROUP, check_budget, evaluate, points  # noqa: E402  (this folder's run.py)
 
 PROMPTS_PER_ITERATION, NEW_TOKENS, EPOCHS, MINIBATCHES = 4, 12, 4, 2
 
@@ -55,15 +55,22 @@ def train_seed(seed: int, args: argparse.Namespace, curve: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from rlkit.errors import RlkitError
     from rlkit.rlhf.prompts import read_prompt_data
     from rlkit.rlhf.rewards import load_reward_function
 
     torch.set_num_threads(2)
     tokenizer = AutoTokenizer.from_pretrained(args.policy)
     tokenizer.pad_token, tokenizer.padding_side = "<|endoftext|>", "left"  # TRL masks by ids != pad_id
-    data = read_prompt_data(args.train)
+    try:
+        data = read_prompt_data(args.train)
+        reward = load_reward_function(args.reward).fn
+    except RlkitError as exc:
+        raise SystemExit(f"trl_grpo.py: error: {exc}") from None
+    if len(set(data.prompts)) < PROMPTS_PER_ITERATION:
+        raise SystemExit(f"trl_grpo.py: error: {args.train} has fewer than {PROMPTS_PER_ITERATION} distinct prompts "
+                         "(one iteration draws that many)")
     rows = [{"prompt": p, **{k: v[i] for k, v in data.columns.items()}} for i, p in enumerate(data.prompts)]
-    reward = load_reward_function(args.reward).fn
     run = Path(args.out) / f"trl-grpo__s{seed}"
     steps_per_iteration = EPOCHS * MINIBATCHES
     config = GRPOConfig(
@@ -104,6 +111,8 @@ def train_seed(seed: int, args: argparse.Namespace, curve: Path) -> None:
                           processing_class=tokenizer, callbacks=[Segments()])
     trainer.train()
     shutil.rmtree(run / "trainer", ignore_errors=True)
+    if not any(p["method"] == "trl-grpo" and p["seed"] == seed for p in points(curve)):
+        raise SystemExit(f"trl_grpo.py: error: seed {seed} trained no segment (TRL stopped early); not marked done")
     (run / "done").write_text("finished\n")
 
 
@@ -120,6 +129,7 @@ def main() -> None:
     parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,
                         help="format prompts with the model's chat template (default: on, as run.py)")
     args = parser.parse_args()
+    check_budget(args)
     if args.policy is None:
         sys.path.insert(0, str(HERE.parent))
         from smollm2 import prepare

@@ -13,6 +13,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
@@ -68,7 +69,9 @@ def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Ten
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
         raise CheckpointError(f"could not write checkpoint {name} in {str(root)!r}: {reason}; "
                               "the previous checkpoint (if any) is intact") from None
-    old = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    # Only checkpoints are pruned ("update-0000097", "iteration-000012"): other folders a user keeps there stay.
+    old = sorted(p for p in root.iterdir()
+                 if p.is_dir() and re.fullmatch(r"[a-z]+-\d+", p.name) and _holds_checkpoint(p))
     for stale in old[:-keep] if keep > 0 else []:
         if stale != final:
             shutil.rmtree(stale, ignore_errors=True)
@@ -298,8 +301,7 @@ def find_resume_point(path: str | Path, required: tuple[str, ...], exact: bool =
         # one checkpoint named, written at an interrupt: its run's scheduled ones up to it stand in
         candidates += [c for c in checkpoint_candidates(run_dir_of(path)) if c.name < candidates[0].name]
     fresh = (run_dir_of(path) / "config.json").is_file()
-    if not candidates and fresh:
-        log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
+    if not candidates and fresh:  # (the caller says so once it has checked the run's config)
         return None
     usable = [c for c in candidates if resumes_exactly(c)] if exact else candidates
     if candidates and not usable and fresh:

@@ -37,6 +37,24 @@ def write_atomic(path: str | Path, text: str) -> None:
         raise
 
 
+def write_new(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path``, which must not exist: a file another process made there meanwhile
+    is kept and the write is a one-line :class:`OutputError` (the text is written whole first and
+    then linked into place, which fails rather than replaces)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_atomic(tmp, text)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OutputError(f"{path} appeared while this ran; it is kept, nothing was written") from None
+    except OSError as exc:
+        raise OutputError(f"could not write {path}: {exc.strerror or exc}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
 def is_partial(name: str) -> bool:
     """Whether ``name`` is a writer's temporary file or folder (``.NAME.PID.tmp`` of
     :func:`write_atomic`, ``.NAME.tmp`` of a checkpoint): what a kill before its rename leaves."""

@@ -100,10 +100,36 @@ def env_wait() -> Iterator[None]:
         yield
         return
     request.waiting_since = time.monotonic()
+    if request.signum is not None and hasattr(signal, "SIGALRM"):
+        _arm(STOP_GRACE_SECONDS)  # after a stop: this wait's own grace (code that ran since may have cleared the timer)
     try:
         yield
     finally:
         request.waiting_since = None
+
+
+def raise_if_stopped() -> None:
+    """Raise :class:`SignalStop` if a stop signal has arrived (code that caught the one raised in it
+    does not keep a command that stops at once from stopping)."""
+    if _ACTIVE and _ACTIVE[0].signum is not None:
+        raise SignalStop(_ACTIVE[0].signum)
+
+
+@contextlib.contextmanager
+def handlers_kept() -> Iterator[None]:
+    """Runs code that may change the process's SIGINT, SIGTERM or SIGALRM handlers (a user's
+    function: one that ignores Ctrl-C, a library's own alarm) and puts back the ones in effect before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signums = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGALRM", None)) if s is not None]
+    before = {s: signal.getsignal(s) for s in signums}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            if signal.getsignal(s) is not handler and handler is not None:
+                signal.signal(s, handler)
 
 
 def from_a_signal(exc: KeyboardInterrupt) -> bool:

@@ -50,7 +50,7 @@ def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None) -> 
     """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``) and what it stored."""
     stored = read_run(path, "rlhf", changes or {}, RESUMABLE, REQUIRED_STATE, RLHFConfig().to_dict())
     cfg = config_of(RLHFConfig, stored, changes or {}, path)
-    before, now = (stored.state or {}).get("config", {}), cfg.to_dict()
+    before, now = stored.state["config"] if stored.state else stored.record, cfg.to_dict()
     for name in ("reward", "prompts"):
         old, new = (list(v) if isinstance(v, (list, tuple)) else v for v in (before.get(name), now.get(name)))
         if name in (changes or {}) and name in before and old != new:

@@ -23,6 +23,7 @@ from rlkit.core.token_grid import left_pad
 from rlkit.errors import ConfigError
 from rlkit.io.files import read_json
 from rlkit.io.lock import holder
+from rlkit.io.signals import raise_if_stopped
 from rlkit.io.threads import seed_and_threads
 from rlkit.rlhf.build import build_tokenizer, load_policy, make_rewards, wrap_policy
 from rlkit.rlhf.config import RLHFConfig
@@ -112,6 +113,7 @@ def evaluate(request: EvalRequest) -> dict[str, Any]:
     rows = [i for i in range(len(texts)) for _ in range(k)]
     completions: list[str] = []
     for start in range(0, len(rows), request.batch_size):
+        raise_if_stopped()
         batch = rows[start:start + request.batch_size]
         prompt_ids = [tokenizer(texts[i], add_special_tokens=False).input_ids for i in batch]
         responses = _generate(model, prompt_ids, cfg.max_new_tokens, tokenizer.eos_token_id, generator, k == 1, device)
@@ -122,6 +124,7 @@ def evaluate(request: EvalRequest) -> dict[str, Any]:
         for name, values in {"total": scored.total, **scored.per_source}.items():
             per_prompt.setdefault(name, []).append(values)
     answers_of = [{"prompt": data.prompts[i], "answers": completions[i * k:(i + 1) * k]} for i in range(len(texts))]
+    raise_if_stopped()
     return _summary(request, cfg, rewards, {n: np.concatenate(v).reshape(-1, k) for n, v in per_prompt.items()},
                     answers_of)
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlkit.errors import ConfigError, RlkitError, one_line
-from rlkit.io.signals import EnvStuck, SignalStop, env_wait
+from rlkit.io.signals import EnvStuck, SignalStop, env_wait, handlers_kept
 
 RewardCallable = Callable[..., Sequence[Any]]
 """``f(prompts=[B], completions=[B], **columns) -> [B]`` numbers or None."""
@@ -195,7 +195,7 @@ def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns
     The function gets copies (what it changes in a prompt or a column is not seen by later calls),
     and after a stop signal it has as long as an environment's step to return (:class:`EnvStuck`)."""
     try:
-        with env_wait():
+        with env_wait(), handlers_kept():
             out = f.fn(prompts=copy.deepcopy(prompts), completions=list(completions), **copy.deepcopy(columns))
     except EnvStuck as exc:
         exc.message = f"reward function {f.name} did not return within {exc.seconds:.0f} s of the stop signal"

@@ -60,11 +60,13 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
         if found is None:
             record = _latest_settings(migrate_config(_fresh_record(path, trainer), trainer), newest, resumable)
             _refuse_changes(changes, record, resumable, defaults)
+            if not checkpoint_candidates(path):
+                log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
             return StoredRun(record, None, None)
-    elif not checkpoint_candidates(path) and (run_dir_of(path) / "config.json").is_file():
-        log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
+    elif _never_checkpointed(path):
         record = migrate_config(_fresh_record(path, trainer), trainer)
         _refuse_changes(changes, record, resumable, defaults)
+        log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
         return StoredRun(record, None, None)
     else:
         found = load_checkpoint(path, ("config",))[:2]
@@ -112,6 +114,14 @@ def _refuse_changes(changes: dict[str, Any], record: dict[str, Any], resumable: 
         except (TypeError, ValueError):
             return False
     refuse_changes({k: v for k, v in changes.items() if not same(k)}, resumable)
+
+
+def _never_checkpointed(path: str) -> bool:
+    """An RLHF run stopped before its first checkpoint: its ``config.json`` and no checkpoint, and
+    nothing of a finished run (a finished run without checkpoints is refused, never trained again)."""
+    run_dir = run_dir_of(path)
+    finished = any((run_dir / name).exists() for name in ("policy.safetensors", "result.json"))
+    return not checkpoint_candidates(path) and (run_dir / "config.json").is_file() and not finished
 
 
 def _fresh_record(path: str, trainer: str) -> dict[str, Any]:

@@ -121,3 +121,52 @@ def test_what_a_reward_function_changes_in_its_arguments_does_not_reach_later_ca
         rewards.score(prompts, completions, columns, [[1]])
     assert seen[0] == seen[1] == ('[[{"role": "user", "content": "hi"}]]', ["b"], ["a"])
     assert prompts[0][0]["content"] == "hi" and columns == {"answer": ["b"]} and completions == ["a"]
+
+
+def test_a_finished_run_without_checkpoints_is_never_trained_again(task, capsys):
+    tmp_path, policy = task
+    assert main(train_args(tmp_path, policy, "done")) == 0  # no --checkpoint-every: no checkpoints
+    run = tmp_path / "runs" / "done"
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main(["rlhf", "--resume", str(run), "--iterations", "4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "without checkpoints (its final policy is policy.safetensors)" in err[0], err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+
+
+def test_a_run_never_checkpointed_warns_of_moved_rewards_and_refuses_changes_in_one_line(task, capsys, caplog):
+    tmp_path, policy = task
+    run = tmp_path / "runs" / "fresh"
+    run.mkdir(parents=True)
+    assert main(train_args(tmp_path, policy, "model")) == 0  # a config.json as a run writes it
+    (run / "config.json").write_text((tmp_path / "runs" / "model" / "config.json").read_text())
+    capsys.readouterr()
+    assert main(["rlhf", "--resume", str(run), "--learning-rate", "1e-4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot change learning_rate" in err[0], err
+    (tmp_path / "moved.py").write_text(REWARDS)
+    with caplog.at_level("WARNING"):
+        assert main(["rlhf", "--resume", str(run), "--reward", f"{tmp_path}/moved.py:correct"]) == 0
+    assert "resuming with reward" in caplog.text and "starts again from its beginning" in caplog.text
+
+
+def test_a_reward_function_cannot_take_the_stop_signals_or_hide_a_stop_from_rlhf_eval(task):
+    from rlkit.io.signals import SignalStop, stop_on_signals
+    from rlkit.rlhf.evaluate import EvalRequest, evaluate
+
+    def ignores_ctrl_c(completions, **kw):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        return [0.0] * len(completions)
+
+    with stop_on_signals() as request:
+        ours = signal.getsignal(signal.SIGINT)
+        RewardSet([RewardFunction("mod:ignores", ignores_ctrl_c)]).score(["p"], ["a"], {}, [[1]])
+        assert signal.getsignal(signal.SIGINT) is ours  # put back after the call
+        request.signum = signal.SIGINT  # a stop that a function caught and swallowed
+        tmp_path, policy = task
+        with pytest.raises(SignalStop):
+            evaluate(EvalRequest(str(policy), str(tmp_path / "prompts.jsonl"), (f"{tmp_path}/rewards.py:correct",),
+                                 max_new_tokens=2))
+        request.signum, request.over = None, True
