@@ -113,21 +113,21 @@ def train_one(method: str, seed: int, args: argparse.Namespace, curve: Path) -> 
             f.write(json.dumps(point) + "\n")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def common_arguments(parser: argparse.ArgumentParser, default_minutes: str) -> None:
+    """The options run.py and trl_grpo.py share (their runs go into one curve.jsonl)."""
     parser.add_argument("--out", default="runs/arithmetic", help="folder of the runs and curve.jsonl")
     parser.add_argument("--policy", default=None, help="the model folder (default: SmolLM2, experiments/smollm2.py)")
     parser.add_argument("--train", default=str(HERE / "data" / "train.jsonl"), help="training problems")
     parser.add_argument("--heldout", default=str(HERE / "data" / "heldout.jsonl"), help="held-out problems")
     parser.add_argument("--reward", default="rlkit.rlhf.verifiers:correct_number", help="the reward function")
-    parser.add_argument("--methods", nargs="+", action=ExtendList, default=list(METHODS), choices=list(METHODS),
-                        help="methods to train (repeatable: the lists add up)")
-    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3],
-                        help="seeds of each method (repeatable: the lists add up)")
-    parser.add_argument("--minutes", type=float, default=20.0, help="training wall time per (method, seed)")
+    parser.add_argument("--minutes", type=float, default=20.0, help=default_minutes)
     parser.add_argument("--segment", type=int, default=10, help="iterations between held-out evaluations")
     parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,
                         help="format prompts with the model's chat template (default: on)")
+
+
+def parse(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The arguments, checked, with ``--policy`` defaulting to the converted SmolLM2."""
     args = parser.parse_args()
     check_budget(args)
     if args.policy is None:
@@ -135,6 +135,17 @@ def main() -> None:
         from smollm2 import prepare
 
         args.policy = prepare()
+    return args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    common_arguments(parser, "training wall time per (method, seed)")
+    parser.add_argument("--methods", nargs="+", action=ExtendList, default=list(METHODS), choices=list(METHODS),
+                        help="methods to train (repeatable: the lists add up)")
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3],
+                        help="seeds of each method (repeatable: the lists add up)")
+    args = parse(parser)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     curve = out / "curve.jsonl"

@@ -34,7 +34,9 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from run import GROUP, check_budget, evaluate, points  # noqa: E402  (this folder's run.py)
+from run import GROUP, common_arguments, evaluate, parse, points  # noqa: E402  (this folder's run.py)
+
+from rlkit.ablation.measurements import ExtendList  # noqa: E402
 
 PROMPTS_PER_ITERATION, NEW_TOKENS, EPOCHS, MINIBATCHES = 4, 12, 4, 2
 
@@ -118,23 +120,10 @@ def train_seed(seed: int, args: argparse.Namespace, curve: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="runs/arithmetic", help="folder of the runs and curve.jsonl (run.py's)")
-    parser.add_argument("--policy", default=None, help="the model folder (default: SmolLM2, experiments/smollm2.py)")
-    parser.add_argument("--train", default=str(HERE / "data" / "train.jsonl"), help="training problems")
-    parser.add_argument("--heldout", default=str(HERE / "data" / "heldout.jsonl"), help="held-out problems")
-    parser.add_argument("--reward", default="rlkit.rlhf.verifiers:correct_number", help="the reward function")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], help="seeds to train")
-    parser.add_argument("--minutes", type=float, default=20.0, help="training wall time per seed")
-    parser.add_argument("--segment", type=int, default=10, help="iterations between held-out evaluations")
-    parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,
-                        help="format prompts with the model's chat template (default: on, as run.py)")
-    args = parser.parse_args()
-    check_budget(args)
-    if args.policy is None:
-        sys.path.insert(0, str(HERE.parent))
-        from smollm2 import prepare
-
-        args.policy = prepare()
+    common_arguments(parser, "training wall time per seed")
+    parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3],
+                        help="seeds to train (repeatable: the lists add up)")
+    args = parse(parser)
     curve = Path(args.out) / "curve.jsonl"
     curve.parent.mkdir(parents=True, exist_ok=True)
     for seed in args.seeds:

@@ -24,10 +24,7 @@ ROWS = [{"prompt": "the movie was", "answer": "good"}, {"prompt": "i liked it", 
 
 @pytest.fixture
 def task(tmp_path):
-    (tmp_path / "rewards.py").write_text(REWARDS)
-    (tmp_path / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
-    policy, _, _ = tiny_lm.save_models(tmp_path)
-    return tmp_path, policy
+    return tiny_lm.reward_task(tmp_path, REWARDS, ROWS)
 
 
 def trained_run(tmp_path, policy, capsys):
