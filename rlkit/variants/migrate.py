@@ -57,19 +57,14 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     if trainer == "gym":
         newest = newest_config(path)
         found = find_resume_point(path, ("config",), exact=True)
-        if found is None:
-            record = _latest_settings(migrate_config(_fresh_record(path, trainer), trainer), newest, resumable)
-            _refuse_changes(changes, record, resumable, defaults)
-            if not checkpoint_candidates(path):
-                log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
-            return StoredRun(record, None, None)
-    elif _never_checkpointed(path):
-        record = migrate_config(_fresh_record(path, trainer), trainer)
-        _refuse_changes(changes, record, resumable, defaults)
-        log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
-        return StoredRun(record, None, None)
     else:
-        found = load_checkpoint(path, ("config",))[:2]
+        newest, found = None, None if _never_checkpointed(path) else load_checkpoint(path, ("config",))[:2]
+    if found is None:  # a run that starts again from its config.json
+        record = _latest_settings(migrate_config(_fresh_record(path, trainer), trainer), newest, resumable)
+        _refuse_changes(changes, record, resumable, defaults)
+        if not checkpoint_candidates(path):
+            log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
+        return StoredRun(record, None, None)
     try:
         tensors, state = migrate_checkpoint(*found, defaults=defaults or {})
     except (ValueError, TypeError, OverflowError, AttributeError) as exc:
