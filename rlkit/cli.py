@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlkit.cli_flags import (flags_given, merge_repeated, refuse_memory_options_without_memory,
+from rlkit.cli_flags import (extension_flags, flags_given, merge_repeated, refuse_memory_options_without_memory,
                              refuse_options_left_off, refuse_repeated_lists, refuse_switched_off, refuse_unhonoured,
                              resume_changes)
 from rlkit.core.config import deferred_validation
@@ -312,8 +312,10 @@ def _raised(exc: BaseException, module: str, name: str) -> bool:
     return found is not None and isinstance(exc, getattr(found, name))
 
 
-def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
+def _interrupted(exc: KeyboardInterrupt, command: str, argv: list[str]) -> int:
     from rlkit.io.signals import Interrupted
+
+    extension = "".join(" " + shlex.quote(a) for a in extension_flags(argv))
 
     signum = getattr(exc, "signum", signal.SIGINT)
     if _raised(exc, "rlkit.ablation.sweep", "SweepInterrupted"):
@@ -326,11 +328,11 @@ def _interrupted(exc: KeyboardInterrupt, command: str) -> int:
             print(f"rlkit: error: population member {run_dir} failed (not resumed): {error}", file=sys.stderr)
         dirs = " ".join(shlex.quote(str(d)) for d in exc.run_dirs)
         print(f"rlkit: {signal.Signals(signum).name}: population {exc.stopped()} (each member alike); continue "
-              f"with: rlkit {command} --resume {dirs}", file=sys.stderr)
+              f"with: rlkit {command} --resume {dirs}{extension}", file=sys.stderr)
         return 128 + signum
     if isinstance(exc, Interrupted):
         print(f"rlkit: {signal.Signals(signum).name}: {exc.stopped()}; continue with: "
-              f"rlkit {command} --resume {shlex.quote(str(exc.run_dir))}", file=sys.stderr)
+              f"rlkit {command} --resume {shlex.quote(str(exc.run_dir))}{extension}", file=sys.stderr)
         return 128 + signum
     if command == "sweep":
         print("rlkit: interrupted; finished runs and checkpoints are kept; run the same command again to continue",
@@ -386,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         except KeyboardInterrupt as exc:
             request.over = True
-            return _interrupted(exc, " ".join(argv[:2]) if argv[:2] == ["rlhf", "eval"] else argv[0])
+            return _interrupted(exc, " ".join(argv[:2]) if argv[:2] == ["rlhf", "eval"] else argv[0], argv)
 
 if __name__ == "__main__":
     sys.exit(main())

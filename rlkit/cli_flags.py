@@ -129,3 +129,20 @@ def resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
     """On ``--resume``, the other fields the command line sets (the trainer refuses those a
     resumed run may not change, naming them)."""
     return {name: getattr(cfg, name) for name in flags_given(argv, type(cfg)) - {"resume"}}
+
+
+EXTENSIONS = ("total_steps", "iterations")
+"""The fields a resume extends a run with (``rlkit train --total-steps``, ``rlkit rlhf --iterations``)."""
+
+
+def extension_flags(argv: list[str]) -> list[str]:
+    """On ``--resume``, the extension flags given, as given: a run stopped at once holds them in no
+    checkpoint, so the command that continues it repeats them."""
+    if "--resume" not in argv:
+        return []
+    kept = []
+    for i, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        if name.startswith("--") and name[2:].replace("-", "_") in EXTENSIONS:
+            kept += [token] if eq else argv[i:i + 2]
+    return kept

@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,19 +37,34 @@ critic-free methods use the group's advantages as they are (GRPO scales them per
 normalizes again per minibatch, as TRL's GRPOTrainer and RLOOTrainer do not); PPO normalizes its
 GAE advantages per minibatch."""
 TOKENS_PER_ITERATION = 16 * 12
-SETTINGS = ["--num-envs", "16", "--max-new-tokens", "12", "--kl-coef", "0", "--learning-rate",
-            "2e-6", "--temperature", "1.0", "--num-minibatches", "2", "--torch-threads", "2", "--no-progress"]
+STOPS = (signal.SIGINT, signal.SIGTERM)
+SETTINGS = ["--num-envs", "16", "--max-new-tokens", "12", "--kl-coef", "0", "--learning-rate", "1e-5",
+            "--temperature", "1.0", "--update-epochs", "1", "--num-minibatches", "2", "--torch-threads", "2",
+            "--no-progress"]
+"""Every method's settings: one epoch of two minibatches per iteration (TRL's GRPOTrainer default,
+``num_iterations=1``: an update on a 135M model dominates an iteration on two CPU cores), lr 1e-5
+constant, no KL penalty (beta 0, TRL's default: no reference model is loaded)."""
 
 
 def rlkit(*args: str) -> tuple[dict, float]:
     """Run one rlkit command: its last stdout line as JSON and the process's peak resident memory in
-    GB (a failure stops the script with its error)."""
+    GB (a failure stops the script with its error). The command runs in a session of its own, and
+    SIGINT or SIGTERM to this script is passed on to it once (Ctrl-C or ``kill`` alike): the run
+    checkpoints, and the same script command continues it."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "rlkit"), *args], stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "rlkit"), *args], stdout=out, stderr=err, text=True,
+                                start_new_session=True)
+        handlers = {s: signal.signal(s, lambda signum, _: proc.send_signal(signum)) for s in STOPS}
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         stdout, stderr = out.read(), err.read()
+    if proc.returncode in [128 + s for s in STOPS]:
+        raise SystemExit(f"stopped by a signal ({stderr.strip().splitlines()[-1:]}); run the same command to continue")
     if proc.returncode != 0:
         raise SystemExit(f"rlkit {shlex.join(args)} failed: {stderr.strip().splitlines()[-1:]}")
     return json.loads(stdout.strip().splitlines()[-1]), usage.ru_maxrss / 2**20
@@ -120,8 +136,8 @@ def common_arguments(parser: argparse.ArgumentParser, default_minutes: str) -> N
     parser.add_argument("--train", default=str(HERE / "data" / "train.jsonl"), help="training problems")
     parser.add_argument("--heldout", default=str(HERE / "data" / "heldout.jsonl"), help="held-out problems")
     parser.add_argument("--reward", default="rlkit.rlhf.verifiers:correct_number", help="the reward function")
-    parser.add_argument("--minutes", type=float, default=20.0, help=default_minutes)
-    parser.add_argument("--segment", type=int, default=10, help="iterations between held-out evaluations")
+    parser.add_argument("--minutes", type=float, default=10.0, help=default_minutes)
+    parser.add_argument("--segment", type=int, default=15, help="iterations between held-out evaluations")
     parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=True,
                         help="format prompts with the model's chat template (default: on)")
 

@@ -3,10 +3,10 @@ stand side by side in one ``curve.jsonl``: held-out accuracy over training wall 
 iteration and peak memory.
 
 One iteration, as in rlkit: one generation of 16 completions (4 prompts x 4) of at most 12 tokens,
-then 4 epochs of 2 minibatches of 8 (TRL: ``num_generations=4``, ``per_device_train_batch_size=8``,
-``steps_per_generation=2``, ``num_iterations=4``, so 8 optimizer steps). Loss ``dapo`` (token mean
+then 1 epoch of 2 minibatches of 8 (TRL: ``num_generations=4``, ``per_device_train_batch_size=8``,
+``steps_per_generation=2``, ``num_iterations=1``, so 2 optimizer steps). Loss ``dapo`` (token mean
 over the minibatch), rewards scaled per group, no advantage normalization beyond it, beta 0 (no
-reference model), clip 0.2, lr 2e-6 held constant, Adam epsilon 1e-5, gradient norm 1.0,
+reference model), clip 0.2, lr 1e-5 held constant, Adam epsilon 1e-5, gradient norm 1.0,
 temperature 1, fp32 on the CPU with 2 threads, without gradient checkpointing (rlkit keeps
 activations). Prompts are formatted with the model's chat template as text (rlkit's
 ``--chat-template``), so both libraries see the same token ids and the reward function gets plain
@@ -38,7 +38,7 @@ from run import GROUP, common_arguments, evaluate, parse, points  # noqa: E402  
 
 from rlkit.ablation.measurements import ExtendList  # noqa: E402
 
-PROMPTS_PER_ITERATION, NEW_TOKENS, EPOCHS, MINIBATCHES = 4, 12, 4, 2
+PROMPTS_PER_ITERATION, NEW_TOKENS, EPOCHS, MINIBATCHES = 4, 12, 1, 2
 
 
 def templated(rows: list[dict], tokenizer, chat_template: bool) -> list[dict]:
@@ -78,7 +78,7 @@ def train_seed(seed: int, args: argparse.Namespace, curve: Path) -> None:
     config = GRPOConfig(
         output_dir=str(run / "trainer"), num_generations=GROUP, per_device_train_batch_size=8,
         steps_per_generation=MINIBATCHES, num_iterations=EPOCHS, max_steps=10**7,
-        max_completion_length=NEW_TOKENS, temperature=1.0, learning_rate=2e-6, lr_scheduler_type="constant",
+        max_completion_length=NEW_TOKENS, temperature=1.0, learning_rate=1e-5, lr_scheduler_type="constant",
         adam_epsilon=1e-5, max_grad_norm=1.0, beta=0.0, epsilon=0.2, loss_type="dapo", scale_rewards="group",
         use_cpu=True, bf16=False, fp16=False, gradient_checkpointing=False, report_to="none", save_strategy="no",
         logging_steps=10**7, seed=seed, dataloader_num_workers=0)

@@ -10,7 +10,6 @@ and what follows an update, a checkpoint and the run; it composes a :class:`Lear
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,6 @@ from rlkit.io.files import write_json
 from rlkit.io.logger import Logger
 from rlkit.io.progress import progress_bar
 from rlkit.io.signals import EnvStuck, Interrupted, SignalStop, stop_on_signals
-
-log = logging.getLogger("rlkit")
 
 
 class Iteration(NamedTuple):
@@ -144,11 +141,10 @@ def train_steps(steps: Steps, learner: Learner, progress: Progress, spec: RunSpe
             finally:
                 stop.at_once = False
         except SignalStop as exc:
-            if isinstance(exc, EnvStuck):
-                log.warning("%s; stopping at once", exc.message)
             steps.abort(exc)
             newest = next(iter(checkpoint_candidates(spec.run_dir)), None)
-            raise Interrupted(exc.signum, spec.run_dir, newest, written=False) from None
+            reason = exc.message if isinstance(exc, EnvStuck) else None  # one line says why and what is left
+            raise Interrupted(exc.signum, spec.run_dir, newest, written=False, reason=reason) from None
         except BaseException as exc:
             steps.abort(exc)
             raise

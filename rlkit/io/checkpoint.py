@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
-from rlkit.io.files import is_partial, read_json, write_json
+from rlkit.io.files import is_partial, mode_as_created, read_json, write_json
 
 if TYPE_CHECKING:  # torch starts where tensors are read or written, not where checkpoints are only looked at
     import torch
@@ -38,6 +38,7 @@ def save_file(tensors: dict[str, torch.Tensor], path: str) -> None:
     from safetensors.torch import save_file as write
 
     write(tensors, path)
+    mode_as_created(path)
 
 
 def load_file(path: str) -> dict[str, torch.Tensor]:

@@ -9,6 +9,7 @@ is "not finished" and resumes from its checkpoints instead of stopping a sweep.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from pathlib import Path
@@ -53,6 +54,20 @@ def write_new(path: str | Path, text: str) -> None:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+@functools.cache
+def _umask() -> int:
+    mask = os.umask(0o022)  # read once (reading it means setting it), put back at once
+    os.umask(mask)
+    return mask
+
+
+def mode_as_created(*paths: str | Path) -> None:
+    """Give files another writer made (safetensors writes its files 0600) the mode a plain ``open``
+    gives: 0666 less the umask, so a run's weights are readable wherever its JSON files are."""
+    for path in paths:
+        os.chmod(path, 0o666 & ~_umask())
 
 
 def is_partial(name: str) -> bool:

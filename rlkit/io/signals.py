@@ -20,15 +20,22 @@ from rlkit.io.checkpoint import checkpoint_candidates, resumes_exactly
 class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM stopped a run: after the update in flight with a checkpoint written
     (``written``), or at once (a second signal, or one during the final evaluation) with the newest
-    checkpoint on disk standing (``checkpoint`` None: the run has none yet)."""
+    checkpoint on disk standing (``checkpoint`` None: the run has none yet). ``reason``: why a stop
+    that one signal asked for came at once (what was waited for past the grace), else None."""
 
-    def __init__(self, signum: int, run_dir: Path, checkpoint: Path | None, written: bool = True) -> None:
+    def __init__(self, signum: int, run_dir: Path, checkpoint: Path | None, written: bool = True,
+                 reason: str | None = None) -> None:
         where = f"checkpoint {checkpoint.name}" if checkpoint is not None else "no checkpoint"
         super().__init__(f"{signal.Signals(signum).name}: {where} in {run_dir}")
         self.signum, self.run_dir, self.checkpoint, self.written = signum, run_dir, checkpoint, written
+        self.reason = reason
 
     def stopped(self) -> str:
-        """What the stop left: the checkpoint written (or standing) and where a resume starts."""
+        """What the stop left (after why it came at once, when a wait was given up): the checkpoint
+        written (or standing) and where a resume starts."""
+        return f"{self.reason}; {self._left()}" if self.reason else self._left()
+
+    def _left(self) -> str:
         if self.checkpoint is None:
             return "stopped at once; the run has no checkpoint yet (a resume starts it again)"
         what = (f"stopped after the update in flight; checkpoint {self.checkpoint.name} written" if self.written else

@@ -22,7 +22,7 @@ import numpy as np
 
 from rlkit.core.device import torch_device
 from rlkit.errors import ConfigError, LLMEnvError, OutputError, one_line
-from rlkit.io.files import check_writable, read_lines, write_json
+from rlkit.io.files import check_writable, mode_as_created, read_lines, write_json
 from rlkit.io.progress import progress_bar
 from rlkit.rlhf.config import RMConfig
 from rlkit.rlhf.models import load_model, load_tokenizer, quiet_transformers
@@ -129,6 +129,7 @@ def train_reward_model(cfg: RMConfig, model: torch.nn.Module | None = None, toke
         with quiet_transformers():
             model.save_pretrained(out)  # safetensors
             tokenizer.save_pretrained(out)
+        mode_as_created(*out.glob("*.safetensors"))
     except Exception as exc:  # a full disk, a folder made read-only meanwhile
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else one_line(exc)
         raise OutputError(f"could not write the reward model to {out}: {reason}") from None

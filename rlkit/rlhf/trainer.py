@@ -20,7 +20,6 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
-from safetensors.torch import save_file
 
 from rlkit.core.buffer import Batch
 from rlkit.core.device import torch_device
@@ -30,6 +29,7 @@ from rlkit.core.optim import FlatParameters
 from rlkit.core.update import explained_variance, ppo_epochs
 from rlkit.fast import select_kernels
 from rlkit.errors import ConfigError, OutputError, one_line
+from rlkit.io.checkpoint import save_file
 from rlkit.io.logger import Logger
 from rlkit.io.run import RunDir, open_run_dir, timestamp, write_result
 from rlkit.io.threads import seed_and_threads

@@ -3,6 +3,8 @@ are evaluated on held-out prompts into curve.jsonl, and a second call continues 
 trl_grpo.py (when trl is installed) adds TRL's GRPOTrainer to the same curve, and report.py reads it."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import tiny_lm
+from tests.processes import children, wait_gone, wait_until
 
 ROOT = Path(__file__).parents[2]
 
@@ -36,6 +39,45 @@ def test_the_recipe_records_a_curve_and_continues_where_it_stopped(tmp_path):
     again = run(1, 2)
     assert again[:2] == first and [(p["method"], p["seed"]) for p in again[2:]] == [("rloo", 2)]
     assert all(p["peak_rss_gb"] > 0.05 for p in again[1:])  # each training process's own peak, in GB
+
+
+HANGS_WHEN_TOLD = """
+import os, time
+from pathlib import Path
+
+def correct(completions, answer, **kw):  # hangs in the training run (after the initial model's evaluation)
+    if os.environ.get("RLKIT_TEST_HANG"):
+        first = Path(os.environ["RLKIT_TEST_HANG"] + ".first")
+        if not first.exists():
+            first.write_text(str(os.getpid()))
+        elif first.read_text() != str(os.getpid()):
+            Path(os.environ["RLKIT_TEST_HANG"]).touch()
+            time.sleep(600)
+    return [1.0 if a in c.split() else 0.0 for c, a in zip(completions, answer)]
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_to_the_script_alone_stops_its_run_and_the_same_command_continues(tmp_path):
+    policy, _, _ = tiny_lm.save_models(tmp_path)
+    data = tmp_path / "p.jsonl"
+    data.write_text('{"prompt": "the movie was", "answer": "good"}\n{"prompt": "a plot", "answer": "boring"}\n')
+    (tmp_path / "rw.py").write_text(HANGS_WHEN_TOLD)
+    out, marker = tmp_path / "out", tmp_path / "hanging"
+    cmd = [sys.executable, str(ROOT / "experiments" / "arithmetic" / "run.py"), "--out", str(out), "--policy",
+           str(policy), "--train", str(data), "--heldout", str(data), "--reward", f"{tmp_path}/rw.py:correct",
+           "--methods", "rloo", "--seeds", "1", "--minutes", "1e-6", "--segment", "1", "--no-chat-template"]
+    script = subprocess.Popen(cmd, env={**os.environ, "RLKIT_TEST_HANG": str(marker)}, stderr=subprocess.PIPE,
+                              text=True, start_new_session=True)
+    assert wait_until(marker.exists), script.communicate(timeout=60)[1][-1500:]
+    runs = children(script.pid)
+    script.send_signal(signal.SIGTERM)  # to the script's pid alone: its rlkit command is in a session of its own
+    err = script.communicate(timeout=60)[1]
+    assert script.returncode == 1 and "run the same command to continue" in err, err[-1500:]
+    assert runs and wait_gone(runs) == []
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    points = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+    assert [(p["method"], p["iterations"]) for p in points] == [("initial", 0), ("rloo", 1)]
 
 
 FOUR = "".join(f'{{"prompt": "{p}", "answer": "{a}"}}\n' for p, a in

@@ -5,7 +5,9 @@ trained alone; a reward function's changes to its arguments do not reach later c
 
 import json
 import os
+import shlex
 import signal
+import stat
 
 import pytest
 import torch
@@ -59,8 +61,9 @@ def test_one_sigint_stops_a_hanging_reward_function_and_the_run_starts_again_exa
     code, err = stopped_while_hanging(tmp_path, train_args(tmp_path, policy, "stopped"))
     run = tmp_path / "runs" / "stopped"
     assert code == 130 and "Traceback" not in err, err[-1500:]
-    assert f"reward function {tmp_path}/rewards.py:correct did not return within" in err
-    assert "the run has no checkpoint yet (a resume starts it again)" in err
+    stop = err.strip().splitlines()[-1]  # why the stop came at once and what it left, in one line
+    assert f"reward function {tmp_path}/rewards.py:correct did not return within" in stop, err[-1500:]
+    assert "the run has no checkpoint yet (a resume starts it again)" in stop and err.count("did not return") == 1
     assert not (run / "checkpoints").exists() and not (run / "policy.safetensors").exists()
     assert main(["rlhf", "--resume", str(run)]) == 0
     assert main(train_args(tmp_path, policy, "straight")) == 0
@@ -69,6 +72,32 @@ def test_one_sigint_stops_a_hanging_reward_function_and_the_run_starts_again_exa
 
     resumed, straight = (load_file(tmp_path / "runs" / name / "policy.safetensors") for name in ("stopped", "straight"))
     assert resumed.keys() == straight.keys() and all(torch.equal(resumed[k], straight[k]) for k in straight)
+
+
+def test_an_extended_run_stopped_at_once_is_told_to_resume_with_its_extension(task, capsys):
+    """No checkpoint holds ``--iterations 4`` yet when the stop comes at once (the reward function
+    hangs in iteration 3): the printed command repeats it, and running it ends at iteration 4."""
+    tmp_path, policy = task
+    assert main([*train_args(tmp_path, policy, "ext"), "--checkpoint-every", "16"]) == 0  # 16 tokens: each iteration
+    run = tmp_path / "runs" / "ext"
+    code, err = stopped_while_hanging(tmp_path, ["rlhf", "--resume", str(run), "--iterations", "4"])
+    stop = err.strip().splitlines()[-1]
+    assert code == 130 and "its newest checkpoint iteration-000002 stands" in stop, err[-1500:]
+    again = shlex.split(stop.split("continue with: ", 1)[1])
+    assert again == ["rlkit", "rlhf", "--resume", str(run), "--iterations", "4"], stop
+    capsys.readouterr()
+    assert main(again[1:]) == 0
+    latest = json.loads((run / "checkpoints" / "latest.json").read_text())["checkpoint"]
+    assert json.loads((run / "checkpoints" / latest / "state.json").read_text())["update"] == 4
+
+
+def test_weights_are_written_with_the_mode_of_the_runs_other_files(task, capsys):
+    tmp_path, policy = task
+    assert main([*train_args(tmp_path, policy, "modes"), "--checkpoint-every", "16"]) == 0
+    run = tmp_path / "runs" / "modes"
+    weights = [run / "policy.safetensors", *run.glob("checkpoints/*/tensors.safetensors")]
+    assert len(weights) == 3 and {stat.S_IMODE(p.stat().st_mode) for p in weights} == \
+        {stat.S_IMODE((run / "config.json").stat().st_mode)}
 
 
 def test_one_sigint_stops_rlhf_eval_at_once_and_nothing_is_written(task):
