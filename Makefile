@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # With a GPU (nvidia-smi present) pip picks a CUDA build that satisfies pyproject's torch>=2.3.
 TORCH_SPEC ?= $(shell command -v nvidia-smi >/dev/null 2>&1 && echo 'torch>=2.3' || echo 'torch==2.13.0')
 
-.PHONY: setup demo test test-slow bench llm rlhf-sentiment clean
+.PHONY: setup demo test test-slow bench llm rlhf-sentiment arithmetic clean
 
 setup: $(VENV)/.installed
 
@@ -22,7 +22,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q -n 2  # two pytest-xdist workers: most tests wait on subprocesses
+	$(PY) -m pytest -q -n 2 --durations=25  # two pytest-xdist workers: most tests wait on subprocesses
 	$(PY) -m pytest -q --nbmake notebooks
 
 test-slow: setup
@@ -37,6 +37,12 @@ llm: setup
 
 rlhf-sentiment: llm
 	$(PY) experiments/rlhf_sentiment.py
+
+# SmolLM2 on arithmetic with a verifiable reward: PPO, RLOO and GRPO, 3 seeds (continues where it stopped).
+arithmetic: llm
+	test -f experiments/arithmetic/data/train.jsonl || $(PY) experiments/arithmetic/data.py
+	$(PY) experiments/arithmetic/run.py --out runs/arithmetic
+	$(PY) experiments/arithmetic/report.py runs/arithmetic
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .import_linter_cache

@@ -24,6 +24,13 @@ def test_readme_is_at_most_12000_bytes_and_every_code_block_is_a_recipe_or_the_s
     assert all(re.search(rf"^{target}: ", (ROOT / "Makefile").read_text(), re.M) for target in targets)
 
 
+def test_every_make_target_the_readme_names_is_in_the_makefile():
+    named = set(re.findall(r"`make\s+(\w[\w-]*)", README)) | set(re.findall(r"^make (\w+)", README, re.M))
+    assert {"demo", "test", "llm", "arithmetic"} <= named
+    makefile = (ROOT / "Makefile").read_text()
+    assert [t for t in sorted(named) if not re.search(rf"^{t}: ", makefile, re.M)] == []
+
+
 def events_in(folder):
     return sorted(p for p in folder.rglob("events.out.tfevents.*"))
 
