@@ -58,7 +58,10 @@ def write_new(path: str | Path, text: str) -> None:
 
 @functools.cache
 def _umask() -> int:
-    mask = os.umask(0o022)  # read once (reading it means setting it), put back at once
+    with contextlib.suppress(OSError, ValueError, StopIteration):  # Linux shows it; elsewhere reading it means setting it
+        status = Path("/proc/self/status").read_text()
+        return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:")), 8)
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
