@@ -114,3 +114,25 @@ def test_what_rlhf_eval_refuses_is_one_line_and_nothing_is_overwritten(task, cap
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and words in err[0], (argv, err)
     assert taken.read_text() == "mine"
+
+
+def test_a_policy_with_tied_embeddings_is_saved_and_evaluated(task, capsys):
+    """SmolLM2 ties its output layer to its input embeddings (one tensor, two names): the trained
+    policy is written all the same, and ``rlkit rlhf eval`` answers with the trained weights."""
+    from safetensors.torch import load_file
+    from transformers import LlamaForCausalLM
+
+    from rlkit.rlhf.models import quiet_transformers
+
+    tmp_path, policy = task
+    with quiet_transformers():
+        LlamaForCausalLM(tiny_lm.config(tie_word_embeddings=True)).save_pretrained(policy)
+    run = trained_run(tmp_path, policy, capsys)
+    saved = load_file(run / "policy.safetensors")
+    tied = saved["model.lm.lm_head.weight"]
+    assert torch.equal(tied, saved["model.lm.model.embed_tokens.weight"])
+    with quiet_transformers():
+        assert not torch.equal(tied, LlamaForCausalLM.from_pretrained(policy).lm_head.weight)  # trained
+    result = evaluate(EvalRequest(str(run), str(tmp_path / "prompts.jsonl"), (f"{tmp_path}/rewards.py:correct",)))
+    assert result["completions"] == [{"prompt": r["prompt"], "answers": [greedy_by_hand(run, r["prompt"])]}
+                                     for r in ROWS]
