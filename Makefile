@@ -42,7 +42,7 @@ rlhf-sentiment: llm
 arithmetic: llm
 	test -f experiments/arithmetic/data/train.jsonl || $(PY) experiments/arithmetic/data.py
 	$(PY) experiments/arithmetic/run.py --out runs/arithmetic
-	$(PY) experiments/arithmetic/report.py runs/arithmetic
+	$(PY) experiments/arithmetic/report.py runs/arithmetic --minutes 10
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .import_linter_cache

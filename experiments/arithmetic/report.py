@@ -1,6 +1,7 @@
 """The arithmetic recipe's report from ``OUT/curve.jsonl`` (run.py and trl_grpo.py): per method,
-each seed's final held-out accuracy with its 95% interval over the held-out problems, the mean over
-seeds, seconds per iteration and peak memory; and a figure of held-out accuracy over training
+each seed's held-out accuracy with its 95% interval over the held-out problems at its last point
+within ``--minutes`` of training (equal wall time; default: its last point), the mean over seeds,
+seconds per iteration and peak memory; and a figure of held-out accuracy over training
 seconds (one line per seed, the initial model's accuracy as a dashed line).
 
     python experiments/arithmetic/report.py runs/arithmetic     # writes report.md and curve.png there
@@ -37,7 +38,12 @@ def load(curve: Path) -> tuple[dict | None, dict[str, dict[int, list[dict]]]]:
     return initial, runs
 
 
-def table(initial: dict | None, runs: dict[str, dict[int, list[dict]]]) -> list[str]:
+def within(points: list[dict], minutes: float | None) -> list[dict]:
+    """The points of one seed up to ``minutes`` of training (all of them without a budget)."""
+    return points if minutes is None else [p for p in points if p["train_seconds"] <= minutes * 60]
+
+
+def table(initial: dict | None, runs: dict[str, dict[int, list[dict]]], minutes: float | None = None) -> list[str]:
     lines = ["| method | seed | iterations | train s | s / iteration | held-out accuracy [95% CI] | peak RSS (GB) |",
              "|---|---|---|---|---|---|---|"]
     if initial is not None:
@@ -46,17 +52,23 @@ def table(initial: dict | None, runs: dict[str, dict[int, list[dict]]]) -> list[
     for method, seeds in sorted(runs.items()):
         finals = []
         for seed, points in sorted(seeds.items()):
-            last, a = points[-1], points[-1]["accuracy"]
+            if not within(points, minutes):
+                lines.append(f"| {method} | {seed} | no point within {minutes:g} minutes | | | | |")
+                continue
+            last = within(points, minutes)[-1]
+            a = last["accuracy"]
             finals.append(a["mean"])
             peak = max((p.get("peak_rss_gb") or 0.0) for p in points)
             lines.append(f"| {method} | {seed} | {last['iterations']} | {last['train_seconds']:.0f} | "
                          f"{last['train_seconds'] / last['iterations']:.2f} | {a['mean']:.3f} [{a['low']:.3f}, "
                          f"{a['high']:.3f}] | {peak:.2f} |")
-        lines.append(f"| {method} | mean of {len(finals)} | | | | {sum(finals) / len(finals):.3f} | |")
+        if finals:
+            lines.append(f"| {method} | mean of {len(finals)} | | | | {sum(finals) / len(finals):.3f} | |")
     return lines
 
 
-def figure(initial: dict | None, runs: dict[str, dict[int, list[dict]]], path: Path) -> None:
+def figure(initial: dict | None, runs: dict[str, dict[int, list[dict]]], path: Path, minutes: float | None = None
+           ) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -71,6 +83,8 @@ def figure(initial: dict | None, runs: dict[str, dict[int, list[dict]]], path: P
                     color=colours(i), alpha=0.8, label=method if j == 0 else None)
     if initial is not None:
         ax.axhline(initial["accuracy"]["mean"], color="grey", linestyle="--", label="initial model")
+    if minutes is not None:
+        ax.axvline(minutes, color="black", linestyle=":", label="equal wall time")
     ax.set_xlabel("training minutes (model loading and evaluation excluded)")
     ax.set_ylabel("held-out accuracy (greedy)")
     ax.legend()
@@ -81,12 +95,17 @@ def figure(initial: dict | None, runs: dict[str, dict[int, list[dict]]], path: P
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", help="the folder holding curve.jsonl; report.md and curve.png are written there")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="compare at equal wall time: each seed's last point within this much training")
     args = parser.parse_args()
+    if args.minutes is not None and not args.minutes > 0:
+        raise SystemExit(f"--minutes must be > 0, got {args.minutes}")
     out = Path(args.out)
     initial, runs = load(out / "curve.jsonl")
-    (out / "report.md").write_text("# Arithmetic with a verifiable reward: held-out accuracy\n\n"
-                                   + "\n".join(table(initial, runs)) + "\n\n![curve](curve.png)\n")
-    figure(initial, runs, out / "curve.png")
+    budget = f" after at most {args.minutes:g} minutes of training" if args.minutes else ""
+    (out / "report.md").write_text(f"# Arithmetic with a verifiable reward: held-out accuracy{budget}\n\n"
+                                   + "\n".join(table(initial, runs, args.minutes)) + "\n\n![curve](curve.png)\n")
+    figure(initial, runs, out / "curve.png", args.minutes)
     print(out / "report.md")
 
 
