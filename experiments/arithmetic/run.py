@@ -30,12 +30,14 @@ from rlkit.ablation.measurements import ExtendList
 
 HERE = Path(__file__).parent
 GROUP = 4
-METHODS = {"ppo": [], "rloo": ["--group-size", str(GROUP), "--no-norm-adv"],
+METHODS = {"ppo": [], "ppo-critic": ["--separate-critic"], "rloo": ["--group-size", str(GROUP), "--no-norm-adv"],
            "grpo": ["--group-size", str(GROUP), "--group-form", "grpo", "--no-norm-adv"]}
 """Each method's flags; every method writes 16 responses of at most 12 tokens per iteration. The
 critic-free methods use the group's advantages as they are (GRPO scales them per group; neither
 normalizes again per minibatch, as TRL's GRPOTrainer and RLOOTrainer do not); PPO normalizes its
-GAE advantages per minibatch."""
+GAE advantages per minibatch, with its value head on the policy's trunk (``ppo``) or on a copy of
+it trained on the value loss alone (``ppo-critic``, the value model of InstructGPT and of TRL's
+former PPOTrainer)."""
 TOKENS_PER_ITERATION = 16 * 12
 STOPS = (signal.SIGINT, signal.SIGTERM)
 SETTINGS = ["--num-envs", "16", "--max-new-tokens", "12", "--kl-coef", "0", "--learning-rate", "1e-5",
@@ -157,7 +159,8 @@ def parse(parser: argparse.ArgumentParser) -> argparse.Namespace:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     common_arguments(parser, "training wall time per (method, seed)")
-    parser.add_argument("--methods", nargs="+", action=ExtendList, default=list(METHODS), choices=list(METHODS),
+    parser.add_argument("--methods", nargs="+", action=ExtendList, default=["ppo", "rloo", "grpo"],
+                        choices=list(METHODS),
                         help="methods to train (repeatable: the lists add up)")
     parser.add_argument("--seeds", nargs="+", action=ExtendList, type=int, default=[1, 2, 3],
                         help="seeds of each method (repeatable: the lists add up)")

@@ -15,7 +15,6 @@ state at column c - 1, where its logits and value are read.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -142,7 +141,10 @@ class LMActorCritic(nn.Module):
         if critic:
             hidden = lm.config.hidden_size
             self.value_head = nn.Linear(hidden, 1, dtype=next(lm.parameters()).dtype)
-            nn.init.normal_(self.value_head.weight, std=1.0 / math.sqrt(hidden))
+            # Zeros: every value starts at 0, so the first advantages are the rewards themselves. A
+            # random head's values on an LM's hidden states err by more than a 0/1 reward's range, and
+            # GAE then hands the policy that noise (PPO collapsed within 3 iterations on arithmetic).
+            nn.init.zeros_(self.value_head.weight)
             nn.init.zeros_(self.value_head.bias)
         self.head = CategoricalHead(lm.config.vocab_size)
 

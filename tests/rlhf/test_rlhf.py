@@ -371,3 +371,17 @@ def test_repeated_prompts_run_once_with_the_full_pass_values_and_gradients():
         # so summing the rows' prompt gradients in another order moves them by float32 rounding
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5 * float(b.abs().max()))
     assert prompt_plan(ids[:2, :5], mask[:2, :5]) is None  # all prompts differ: the plain single pass
+
+
+@pytest.mark.parametrize("separate_critic", [False, True])
+def test_the_value_head_starts_at_zero_so_the_first_advantages_are_the_rewards(separate_critic):
+    # A random head's values on an LM's hidden states are far outside a 0/1 reward's range: GAE
+    # would hand the policy that noise before the critic has learnt anything.
+    from rlkit.rlhf.policy import LMActorCritic
+
+    model = LMActorCritic(tiny_lm.causal_lm(), separate_critic=separate_critic)
+    ids = torch.randint(3, model.lm.config.vocab_size, (2, 6))
+    rows, cols = torch.tensor([0, 0, 1]), torch.tensor([3, 4, 5])
+    logits, values = model.forward_tokens(ids, torch.ones_like(ids), rows, cols)
+    assert torch.equal(values, torch.zeros(3)) and logits.abs().sum() > 0
+    assert all(p.requires_grad for p in model.value_head.parameters())  # trained from zero, not frozen at it
