@@ -27,6 +27,13 @@ def trainer(logdir, policy=None, **kw):
                        tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
 
 
+def random_value_head(model):
+    """Values that differ from state to state (the head starts at zero), so comparing them can fail."""
+    if model.value_head is not None:
+        with torch.no_grad():
+            model.value_head.weight.normal_(generator=torch.Generator().manual_seed(0))
+
+
 def test_kl_is_exactly_zero_at_the_first_update(logdir):
     t = trainer(logdir, kl_coef=0.1)
     stats = t.update()
@@ -38,6 +45,7 @@ def test_kl_is_exactly_zero_at_the_first_update(logdir):
 def test_stored_log_probs_match_the_training_forward(logdir, temperature, group):
     # 8 responses to 3 prompts (group_size 4: 2 prompts x 4), so prompts repeat and run once per pass
     t = trainer(logdir, temperature=temperature, max_new_tokens=6, **group)
+    random_value_head(t.model)
     ro, _, _ = t.collect()
     vn, vt = ro.valid.T.nonzero(as_tuple=True)
     logits, values = t.model.forward_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt)
@@ -46,6 +54,7 @@ def test_stored_log_probs_match_the_training_forward(logdir, temperature, group)
     lp, v, _ = t.model.evaluate_tokens(ro.ids, ro.mask, vn, ro.prompt_width + vt, vn[:0], vt[:0], ro.prompt_width)
     torch.testing.assert_close(lp, ro.log_probs[vt, vn], atol=1e-5, rtol=0)
     torch.testing.assert_close(v, values.detach())
+    assert t.model.value_head is None or v.std() > 0
 
 
 def test_rollout_marks_response_ends_and_masks_the_rest(logdir):
@@ -164,6 +173,7 @@ def test_separate_critic_trains_its_own_trunk(logdir):
 
 def test_truncated_responses_bootstrap_from_the_value_after_their_last_token(logdir):
     t = trainer(logdir, max_new_tokens=3)
+    random_value_head(t.model)
     grid, _, _ = t.collect()
     trunc_t, trunc_n = (grid.dones & ~grid.terminated).nonzero(as_tuple=True)
     assert len(trunc_n) > 0
@@ -174,6 +184,7 @@ def test_truncated_responses_bootstrap_from_the_value_after_their_last_token(log
     mask = torch.cat([grid.mask, torch.ones_like(grid.mask[:, :1])], 1)
     _, v_next = t.model.forward_tokens(ids, mask, trunc_n, grid.prompt_width + trunc_t + 1)
     torch.testing.assert_close(finals, v_next.detach(), atol=1e-5, rtol=0)
+    assert finals.abs().min() > 0
 
 
 def test_reward_model_scores_are_batched_per_step_and_match_direct_scoring(logdir):
