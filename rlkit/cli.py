@@ -312,10 +312,10 @@ def _raised(exc: BaseException, module: str, name: str) -> bool:
     return found is not None and isinstance(exc, getattr(found, name))
 
 
-def _interrupted(exc: KeyboardInterrupt, command: str, argv: list[str]) -> int:
+def _interrupted(exc: KeyboardInterrupt, command: str, argv: list[str] | None = None) -> int:
     from rlkit.io.signals import Interrupted
 
-    extension = "".join(" " + shlex.quote(a) for a in extension_flags(argv))
+    extension = "".join(" " + shlex.quote(a) for a in extension_flags(argv or []))
 
     signum = getattr(exc, "signum", signal.SIGINT)
     if _raised(exc, "rlkit.ablation.sweep", "SweepInterrupted"):
