@@ -17,30 +17,6 @@ from tests.processes import children, wait_gone, wait_until
 ROOT = Path(__file__).parents[2]
 
 
-def test_the_recipe_records_a_curve_and_continues_where_it_stopped(tmp_path):
-    policy, _, _ = tiny_lm.save_models(tmp_path)
-    data = tmp_path / "p.jsonl"
-    data.write_text('{"prompt": "the movie was", "answer": "good"}\n{"prompt": "a plot", "answer": "boring"}\n')
-    (tmp_path / "rw.py").write_text("def correct(completions, answer, **kw):\n"
-                                    "    return [1.0 if a in c.split() else 0.0 for c, a in zip(completions, answer)]\n")
-    out = tmp_path / "out"
-
-    def run(*seeds):
-        subprocess.run([sys.executable, str(ROOT / "experiments" / "arithmetic" / "run.py"), "--out", str(out),
-                        "--policy", str(policy), "--train", str(data), "--heldout", str(data), "--reward",
-                        f"{tmp_path}/rw.py:correct", "--methods", "rloo", "--seeds", *map(str, seeds), "--minutes",
-                        "1e-6", "--segment", "1", "--no-chat-template"], check=True, capture_output=True, timeout=600)
-        return [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
-
-    first = run(1)
-    assert [(p["method"], p["seed"], p["iterations"]) for p in first] == [("initial", 0, 0), ("rloo", 1, 1)]
-    assert first[1]["train_seconds"] > 0 and 0 <= first[1]["accuracy"]["mean"] <= 1
-    assert (out / "rloo__s1" / "policy.safetensors").is_file()
-    again = run(1, 2)
-    assert again[:2] == first and [(p["method"], p["seed"]) for p in again[2:]] == [("rloo", 2)]
-    assert all(p["peak_rss_gb"] > 0.05 for p in again[1:])  # each training process's own peak, in GB
-
-
 HANGS_WHEN_TOLD = """
 import os, time
 from pathlib import Path
@@ -58,26 +34,40 @@ def correct(completions, answer, **kw):  # hangs in the training run (after the 
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_sigterm_to_the_script_alone_stops_its_run_and_the_same_command_continues(tmp_path):
+def test_the_recipe_records_a_curve_stops_on_a_sigterm_to_it_alone_and_continues_where_it_stopped(tmp_path):
     policy, _, _ = tiny_lm.save_models(tmp_path)
     data = tmp_path / "p.jsonl"
     data.write_text('{"prompt": "the movie was", "answer": "good"}\n{"prompt": "a plot", "answer": "boring"}\n')
     (tmp_path / "rw.py").write_text(HANGS_WHEN_TOLD)
     out, marker = tmp_path / "out", tmp_path / "hanging"
-    cmd = [sys.executable, str(ROOT / "experiments" / "arithmetic" / "run.py"), "--out", str(out), "--policy",
-           str(policy), "--train", str(data), "--heldout", str(data), "--reward", f"{tmp_path}/rw.py:correct",
-           "--methods", "rloo", "--seeds", "1", "--minutes", "1e-6", "--segment", "1", "--no-chat-template"]
-    script = subprocess.Popen(cmd, env={**os.environ, "RLKIT_TEST_HANG": str(marker)}, stderr=subprocess.PIPE,
+
+    def command(*seeds):
+        return [sys.executable, str(ROOT / "experiments" / "arithmetic" / "run.py"), "--out", str(out), "--policy",
+                str(policy), "--train", str(data), "--heldout", str(data), "--reward", f"{tmp_path}/rw.py:correct",
+                "--methods", "rloo", "--seeds", *map(str, seeds), "--minutes", "1e-6", "--segment", "1",
+                "--no-chat-template"]
+
+    def run(*seeds):
+        subprocess.run(command(*seeds), check=True, capture_output=True, timeout=600)
+        return [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
+
+    # The first training run hangs in its reward function; SIGTERM goes to the script's pid alone (its
+    # rlkit command runs in a session of its own): the script passes it on, and nothing is left running.
+    script = subprocess.Popen(command(1), env={**os.environ, "RLKIT_TEST_HANG": str(marker)}, stderr=subprocess.PIPE,
                               text=True, start_new_session=True)
     assert wait_until(marker.exists), script.communicate(timeout=60)[1][-1500:]
     runs = children(script.pid)
-    script.send_signal(signal.SIGTERM)  # to the script's pid alone: its rlkit command is in a session of its own
+    script.send_signal(signal.SIGTERM)
     err = script.communicate(timeout=60)[1]
     assert script.returncode == 1 and "run the same command to continue" in err, err[-1500:]
     assert runs and wait_gone(runs) == []
-    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
-    points = [json.loads(line) for line in (out / "curve.jsonl").read_text().splitlines()]
-    assert [(p["method"], p["iterations"]) for p in points] == [("initial", 0), ("rloo", 1)]
+    first = run(1)  # the same command continues: the initial model's evaluation is kept, the run starts again
+    assert [(p["method"], p["seed"], p["iterations"]) for p in first] == [("initial", 0, 0), ("rloo", 1, 1)]
+    assert first[1]["train_seconds"] > 0 and 0 <= first[1]["accuracy"]["mean"] <= 1
+    assert (out / "rloo__s1" / "policy.safetensors").is_file()
+    again = run(1, 2)
+    assert again[:2] == first and [(p["method"], p["seed"]) for p in again[2:]] == [("rloo", 2)]
+    assert all(p["peak_rss_gb"] > 0.05 for p in again[1:])  # each training process's own peak, in GB
 
 
 FOUR = "".join(f'{{"prompt": "{p}", "answer": "{a}"}}\n' for p, a in
