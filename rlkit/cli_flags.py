@@ -138,7 +138,7 @@ EXTENSIONS = ("total_steps", "iterations")
 def extension_flags(argv: list[str]) -> list[str]:
     """On ``--resume``, the extension flags given, as given: a run stopped at once holds them in no
     checkpoint, so the command that continues it repeats them."""
-    if "--resume" not in argv:
+    if not any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return []
     kept = []
     for i, token in enumerate(argv):

@@ -364,14 +364,14 @@ class RLHFTrainer:
     def _save_policy(self) -> None:
         """``policy.safetensors``: written to a temporary file renamed into place (never seen
         half-written); a failure (a full disk, a file made immutable) is one line naming it. Tensors
-        that share memory (tied input and output embeddings, as SmolLM2's) are written as copies:
-        safetensors refuses shared ones, and loading gives each key its own values anyway."""
+        that are one tensor under two names (tied input and output embeddings, as SmolLM2's) are
+        written as copies: safetensors refuses them, and loading gives each key its own values anyway.
+        The other weights are views of the flat parameter vector, each its own memory: none is copied."""
         state, seen = {}, set()
         for k, v in self.model.state_dict().items():
             tensor = v.detach().cpu().contiguous()
-            storage = tensor.untyped_storage().data_ptr()
-            state[f"model.{k}"] = tensor.clone() if storage in seen else tensor
-            seen.add(storage)
+            state[f"model.{k}"] = tensor.clone() if tensor.data_ptr() in seen else tensor
+            seen.add(tensor.data_ptr())
         tmp, final = self.run_dir / ".policy.safetensors.tmp", self.run_dir / "policy.safetensors"
         try:
             save_file(state, str(tmp))

@@ -324,6 +324,7 @@ def test_one_signal_stops_a_run_whose_env_never_closes(tmp_path):
 @pytest.mark.parametrize("argv, kept", [
     (["--resume", "r", "--total-steps", "4096"], ["--total-steps", "4096"]),
     (["--total-steps=4096", "--resume", "r"], ["--total-steps=4096"]),
+    (["--resume=r", "--iterations", "9"], ["--iterations", "9"]),
     (["--resume", "r", "--iterations", "9", "--seed", "3"], ["--iterations", "9"]),
     (["--total-steps", "4096"], []),  # a fresh run: its config.json holds the length
 ])
