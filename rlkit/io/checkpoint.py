@@ -293,8 +293,8 @@ def resumes_exactly(ckpt: Path) -> bool:
 
 
 def find_resume_point(path: str | Path, required: tuple[str, ...], exact: bool = False
-                      ) -> tuple[dict[str, torch.Tensor], dict] | None:
-    """The checkpoint to resume from, or None for a run that starts again from its ``config.json``:
+                      ) -> tuple[dict[str, torch.Tensor], dict, Path] | None:
+    """The checkpoint to resume from (tensors, state, folder), or None for a run that starts again from its ``config.json``:
     it never completed a checkpoint (e.g. the disk filled during the first one), or, with
     ``exact``, its only checkpoints were written off its cadence (see :data:`EXACT`)."""
     candidates = checkpoint_candidates(path)
@@ -314,8 +314,7 @@ def find_resume_point(path: str | Path, required: tuple[str, ...], exact: bool =
                     "same numbers as an uninterrupted run", candidates[0].name, usable[0].name)
     if not candidates:
         raise no_checkpoint_error(path)
-    tensors, state, _ = _first_readable(usable or candidates, required)
-    return tensors, state
+    return _first_readable(usable or candidates, required)
 
 
 # ------------------------------------------------------------- what every trainer's resume shares

@@ -21,7 +21,7 @@ import torch
 
 from rlkit.core.learner import Learner, Progress
 from rlkit.errors import ConfigError
-from rlkit.io.checkpoint import restoring, save_checkpoint
+from rlkit.io.checkpoint import read_checkpoint, restoring, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants.migrate import StoredRun, config_of, read_run
@@ -47,7 +47,9 @@ class RLHFParts(NamedTuple):
 
 
 def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None) -> tuple[RLHFConfig, StoredRun]:
-    """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``) and what it stored."""
+    """The run's config (with ``resume=path`` and the :data:`RESUMABLE` ``changes``) and what it
+    stored, less its tensors: :func:`load_rlhf` reads them again once the model is built, so a
+    resume never holds the checkpoint's weights and Adam moments beside a model being loaded."""
     stored = read_run(path, "rlhf", changes or {}, RESUMABLE, REQUIRED_STATE, RLHFConfig().to_dict())
     cfg = config_of(RLHFConfig, stored, changes or {}, path)
     before, now = stored.state["config"] if stored.state else stored.record, cfg.to_dict()
@@ -59,7 +61,7 @@ def config_from_checkpoint(path: str, changes: dict[str, Any] | None = None) -> 
     done = int(stored.state["update"]) if stored.state else 0
     if cfg.iterations < done:
         raise ConfigError(f"iterations={cfg.iterations} is below the {done} the run has done")
-    return cfg, stored
+    return cfg, stored._replace(tensors=None)
 
 
 def save_rlhf(run_dir: Path, cfg: RLHFConfig, learner: Learner, progress: Progress, parts: RLHFParts) -> Path:
@@ -72,10 +74,12 @@ def save_rlhf(run_dir: Path, cfg: RLHFConfig, learner: Learner, progress: Progre
 
 
 def load_rlhf(run_dir: Path, stored: StoredRun, learner: Learner, parts: RLHFParts) -> Progress:
-    """Restore ``learner`` and ``parts`` from ``stored`` and return the run's progress (a
-    checkpoint that does not fit is a one-line :class:`CheckpointError`)."""
-    tensors, state = stored.tensors, stored.state
-    assert tensors is not None and state is not None
+    """Restore ``learner`` and ``parts`` from ``stored`` (its tensors read from its checkpoint
+    folder) and return the run's progress (a checkpoint that does not fit is a one-line
+    :class:`CheckpointError`)."""
+    state = stored.state
+    assert stored.checkpoint is not None and state is not None
+    tensors = stored.tensors if stored.tensors is not None else read_checkpoint(stored.checkpoint)[0]
     with restoring(run_dir):
         flat = tensors["flat"]
         if flat.shape != learner.flat.data.shape:

@@ -45,6 +45,8 @@ class StoredRun(NamedTuple):
     """Its newest valid checkpoint's tensors (None: it never completed one)."""
     state: dict[str, Any] | None
     """That checkpoint's JSON state, in the shared keys."""
+    checkpoint: Path | None = None
+    """That checkpoint's folder (None: it never completed one)."""
 
 
 def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[str, ...],
@@ -58,7 +60,7 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
         newest = newest_config(path)
         found = find_resume_point(path, ("config",), exact=True)
     else:
-        newest, found = None, None if _never_checkpointed(path) else load_checkpoint(path, ("config",))[:2]
+        newest, found = None, None if _never_checkpointed(path) else load_checkpoint(path, ("config",))
     if found is None:  # a run that starts again from its config.json
         record = _latest_settings(migrate_config(_fresh_record(path, trainer), trainer), newest, resumable)
         _refuse_changes(changes, record, resumable, defaults)
@@ -66,7 +68,7 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
             log.warning("no complete checkpoint in %s: the run starts again from its beginning", run_dir_of(path))
         return StoredRun(record, None, None)
     try:
-        tensors, state = migrate_checkpoint(*found, defaults=defaults or {})
+        tensors, state = migrate_checkpoint(*found[:2], defaults=defaults or {})
     except (ValueError, TypeError, OverflowError, AttributeError) as exc:
         raise CheckpointError(f"checkpoint at {path!r} has a malformed state.json: "
                               f"{type(exc).__name__}: {exc}") from None
@@ -82,7 +84,7 @@ def read_run(path: str, trainer: str, changes: dict[str, Any], resumable: tuple[
     if trainer == "gym":
         record = _latest_settings(record, newest, resumable)
     _refuse_changes(changes, record, resumable, defaults)
-    return StoredRun(record, tensors, state)
+    return StoredRun(record, tensors, state, found[2])
 
 
 def _latest_settings(record: dict[str, Any], newest: dict[str, Any] | None, resumable: tuple[str, ...]

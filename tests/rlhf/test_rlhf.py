@@ -396,3 +396,34 @@ def test_the_value_head_starts_at_zero_so_the_first_advantages_are_the_rewards(s
     logits, values = model.forward_tokens(ids, torch.ones_like(ids), rows, cols)
     assert torch.equal(values, torch.zeros(3)) and logits.abs().sum() > 0
     assert all(p.requires_grad for p in model.value_head.parameters())  # trained from zero, not frozen at it
+
+
+def test_a_resume_reads_the_checkpoints_tensors_only_once_the_model_is_built(logdir, monkeypatch):
+    """The checkpoint's weights and Adam moments are not held while the policy loads (on a real
+    model they would add their size to the resumed process's peak memory)."""
+    import gc
+    from pathlib import Path
+
+    import rlkit.rlhf.trainer as trainer_module
+
+    first = trainer(logdir, run_name="r", iterations=2, checkpoint_every=8 * 4)
+    first.train()
+    size = first.learner.flat.data.numel()
+    del first
+    gc.collect()
+    held_while_loading = []
+    real_load_policy = trainer_module.load_policy
+
+    def counting_load_policy(*args, **kwargs):
+        gc.collect()
+        held_while_loading.append(sum(type(o) in (torch.Tensor, torch.nn.Parameter) and o.numel() == size
+                                      for o in gc.get_objects()))
+        return real_load_policy(*args, **kwargs)
+
+    monkeypatch.setattr(trainer_module, "load_policy", counting_load_policy)
+    resumed = RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "r"), iterations=3), reward=good_rate,
+                          policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    assert held_while_loading == [0]
+    assert resumed.iteration == 2 and resumed.learner.optimizer.state  # Adam's moments restored after loading
+    restored = next(iter(resumed.learner.optimizer.state.values()))["exp_avg"]
+    assert restored.numel() == size and bool(restored.abs().sum() > 0)
