@@ -26,6 +26,8 @@ from rlkit.io.files import read_json
 from rlkit.variants.containers import variant_groups
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import torch
 
 log = logging.getLogger("rlkit")
