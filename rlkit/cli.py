@@ -26,7 +26,7 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit eval RUN_DIR [--episodes N] [--seed S] [--max-steps N]
        rlkit rlhf --policy MODEL --prompts FILE --reward-model MODEL [FLAGS]
        rlkit rlhf --policy MODEL --prompts FILE --reward module:function [FLAGS]
-       rlkit rlhf eval RUN_OR_MODEL --prompts FILE --reward module:function [--samples K] [FLAGS]
+       rlkit rlhf eval RUN_OR_MODEL --prompts FILE --reward module:function|--reward-model DIR [--samples K] [FLAGS]
        rlkit rlhf tiny-models DIR   (a tiny random policy and reward model, to try the RLHF commands)
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]

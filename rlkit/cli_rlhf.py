@@ -28,10 +28,14 @@ def rlhf_eval(argv: list[str], parser_class: type[argparse.ArgumentParser]) -> s
     parser.add_argument("--samples", type=int, default=1,
                         help="completions per prompt: 1 answers greedily, more are sampled (default: 1)")
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (default: 1.0)")
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="response length limit (default: the run's)")
+    parser.add_argument("--max-new-tokens", type=int, default=None,
+                        help="response length limit (default: the run's; 32 for a model folder)")
     parser.add_argument("--chat-template", action=argparse.BooleanOptionalAction, default=None,
-                        help="format prompts with the tokenizer's chat template (default: as the run did)")
-    parser.add_argument("--system-prompt", default=None, help="a system message before each prompt (chat template)")
+                        help="format prompts with the tokenizer's chat template (default: as the run did; off for "
+                        "a model folder)")
+    parser.add_argument("--system-prompt", default=None,
+                        help="a system message before each prompt, with --chat-template (default: the run's; none "
+                        "for a model folder)")
     parser.add_argument("--batch-size", type=int, default=16, help="completions generated at once (default: 16)")
     parser.add_argument("--seed", type=int, default=1, help="seed of sampling and of the bootstrap; sampled answers repeat at the same seed and "
                         "--batch-size (default: 1)")

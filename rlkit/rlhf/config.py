@@ -76,7 +76,7 @@ class PromptOptions:
     """Format each prompt with the tokenizer's chat template (generation prompt appended); a prompt
     that is a list of chat messages needs it."""
     system_prompt: str | None = None
-    """A system message put before each prompt (with chat_template)."""
+    """A system message put before each prompt (with --chat-template)."""
 
 
 @config_group
