@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
-from rlkit.cli_flags import (extension_flags, flags_given, merge_repeated, refuse_memory_options_without_memory,
+from rlkit.cli_flags import (flags_given, merge_repeated, refuse_memory_options_without_memory,
                              refuse_options_left_off, refuse_repeated_lists, refuse_switched_off, refuse_unhonoured,
-                             resume_changes)
+                             resume_changes, resume_flags)
 from rlkit.core.config import deferred_validation
 from rlkit.errors import ConfigError, RlkitError
 from rlkit.io.signals import StopRequest, stop_on_signals
@@ -315,7 +315,7 @@ def _raised(exc: BaseException, module: str, name: str) -> bool:
 def _interrupted(exc: KeyboardInterrupt, command: str, argv: list[str] | None = None) -> int:
     from rlkit.io.signals import Interrupted
 
-    extension = "".join(" " + shlex.quote(a) for a in extension_flags(argv or []))
+    extension = "".join(" " + shlex.quote(a) for a in resume_flags(argv or []))
 
     signum = getattr(exc, "signum", signal.SIGINT)
     if _raised(exc, "rlkit.ablation.sweep", "SweepInterrupted"):
@@ -384,7 +384,8 @@ def main(argv: list[str] | None = None) -> int:
             return code
         except RlkitError as exc:
             request.over = True
-            print(f"rlkit: error: {exc}", file=sys.stderr)
+            again = "".join(" " + shlex.quote(a) for a in resume_flags(argv) if getattr(exc, "resumable", False))
+            print(f"rlkit: error: {exc}{again}", file=sys.stderr)
             return 2
         except KeyboardInterrupt as exc:
             request.over = True

@@ -131,18 +131,27 @@ def resume_changes(cfg: Any, argv: list[str]) -> dict[str, Any]:
     return {name: getattr(cfg, name) for name in flags_given(argv, type(cfg)) - {"resume"}}
 
 
-EXTENSIONS = ("total_steps", "iterations")
-"""The fields a resume extends a run with (``rlkit train --total-steps``, ``rlkit rlhf --iterations``)."""
-
-
-def extension_flags(argv: list[str]) -> list[str]:
-    """On ``--resume``, the extension flags given, as given: a run stopped at once holds them in no
-    checkpoint, so the command that continues it repeats them."""
+def resume_flags(argv: list[str]) -> list[str]:
+    """On ``--resume``, every flag given beside it, as given (``argv`` starts with the command's
+    words): a run stopped before its next checkpoint holds in none of them what the resume changed
+    (a longer ``--total-steps`` / ``--iterations``, a moved ``--policy`` or ``--prompts``, a fixed
+    ``--reward``), so the command that continues it repeats them."""
     if not any(a == "--resume" or a.startswith("--resume=") for a in argv):
         return []
-    kept = []
-    for i, token in enumerate(argv):
-        name, eq, value = token.partition("=")
-        if name.startswith("--") and name[2:].replace("-", "_") in EXTENSIONS:
-            kept += [token] if eq else argv[i:i + 2]
+    kept, skipping = [], True  # the command's words, then --resume's folders, are not repeated
+    for token in argv:
+        if token.startswith("-") and not _number(token):
+            skipping = token == "--resume"
+            if skipping or token.startswith("--resume="):
+                continue
+        if not skipping:
+            kept.append(token)
     return kept
+
+
+def _number(token: str) -> bool:
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False

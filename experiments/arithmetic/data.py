@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 from pathlib import Path
 
@@ -45,15 +46,27 @@ def problems(kind: str, n: int, seed: int, exclude: set[str] = frozenset()) -> l
 
 
 def write_sets(out: Path, kind: str = "add2", train: int = 2000, heldout: int = 200) -> tuple[Path, Path]:
-    """``out/train.jsonl`` (seed 1) and ``out/heldout.jsonl`` (seed 2, no train problem); existing files are kept."""
-    out.mkdir(parents=True, exist_ok=True)
+    """``out/train.jsonl`` (seed 1) and ``out/heldout.jsonl`` (seed 2, no train problem's prompt).
+    A file that exists with these problems is kept as it is (so a write cut off by a kill completes
+    on the next call); one with other contents is refused, never replaced."""
+    if train < 1 or heldout < 1:
+        raise SystemExit(f"--train and --heldout must be >= 1, got {train} and {heldout}")
+    try:
+        train_rows = problems(kind, train, seed=1)
+        held_rows = problems(kind, heldout, seed=2, exclude={r["prompt"] for r in train_rows})
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     paths = out / "train.jsonl", out / "heldout.jsonl"
-    if any(p.exists() for p in paths):
-        raise SystemExit(f"{out} already holds train.jsonl or heldout.jsonl; choose another --out")
-    train_rows = problems(kind, train, seed=1)
-    held_rows = problems(kind, heldout, seed=2, exclude={r["prompt"] for r in train_rows})
-    for path, rows in zip(paths, (train_rows, held_rows)):
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    texts = ["".join(json.dumps(r) + "\n" for r in rows) for rows in (train_rows, held_rows)]
+    for path, text in zip(paths, texts):
+        if path.exists() and (not path.is_file() or path.read_text() != text):
+            raise SystemExit(f"{path} holds other problems; choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    for path, text in zip(paths, texts):
+        if not path.exists():
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
     return paths
 
 

@@ -28,6 +28,9 @@ def load(curve: Path) -> tuple[dict | None, dict[str, dict[int, list[dict]]]]:
             if i == len(lines) - 1:  # cut off by a kill: its segment is trained again
                 break
             raise SystemExit(f"{curve}: line {i + 1} is not JSON") from None
+        if not is_point(point):
+            raise SystemExit(f"{curve}: line {i + 1} is not a point (method, seed, iterations, train_seconds, "
+                             "accuracy)")
         if point["method"] == "initial":
             initial = point
         else:
@@ -36,6 +39,16 @@ def load(curve: Path) -> tuple[dict | None, dict[str, dict[int, list[dict]]]]:
         for points in seeds.values():
             points.sort(key=lambda p: p["iterations"])
     return initial, runs
+
+
+def is_point(point: object) -> bool:
+    """Whether a curve line holds what the report reads."""
+    if not isinstance(point, dict) or not isinstance(point.get("accuracy"), dict):
+        return False
+    numbers = [point.get(k) for k in ("iterations", "train_seconds")] + [point["accuracy"].get(k) for k in
+                                                                          ("mean", "low", "high")]
+    return (isinstance(point.get("method"), str) and type(point.get("seed")) is int
+            and all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers))
 
 
 def within(points: list[dict], minutes: float | None) -> list[dict]:
@@ -62,8 +75,8 @@ def table(initial: dict | None, runs: dict[str, dict[int, list[dict]]], minutes:
             lines.append(f"| {method} | {seed} | {last['iterations']} | {last['train_seconds']:.0f} | "
                          f"{last['train_seconds'] / last['iterations']:.2f} | {a['mean']:.3f} [{a['low']:.3f}, "
                          f"{a['high']:.3f}] | {peaks(kept)} |")
-        if len(finals) > 1:
-            lines.append(mean_row(method, finals))
+        if finals and len(seeds) > 1:
+            lines.append(mean_row(method, finals, len(seeds)))
     return lines
 
 
@@ -73,14 +86,16 @@ def peaks(points: list[dict]) -> str:
     return f"{gb[0]:.2f} / {max(gb[1:]):.2f}" if len(gb) > 1 else f"{gb[0]:.2f}"
 
 
-def mean_row(method: str, finals: list[list[dict]]) -> str:
+def mean_row(method: str, finals: list[list[dict]], seeds: int) -> str:
     """The mean over seeds of iterations, seconds per iteration and accuracy (with the seeds' lowest
-    and highest accuracy: a few seeds give no interval worth the name), and the largest peaks."""
+    and highest accuracy: a few seeds give no interval worth the name), and the largest peaks; the
+    label says when a seed had no point within the budget."""
     lasts = [kept[-1] for kept in finals]
+    label = f"mean of {len(lasts)}" + (f" of {seeds} seeds" if seeds > len(lasts) else "")
     accuracy = [p["accuracy"]["mean"] for p in lasts]
     first = max(kept[0].get("peak_rss_gb") or 0.0 for kept in finals)
     later = [p.get("peak_rss_gb") or 0.0 for kept in finals for p in kept[1:]]
-    return (f"| {method} | mean of {len(lasts)} | {sum(p['iterations'] for p in lasts) / len(lasts):.1f} | | "
+    return (f"| {method} | {label} | {sum(p['iterations'] for p in lasts) / len(lasts):.1f} | | "
             f"{sum(p['train_seconds'] / p['iterations'] for p in lasts) / len(lasts):.2f} | "
             f"{sum(accuracy) / len(accuracy):.3f} (seeds {min(accuracy):.3f}–{max(accuracy):.3f}) | "
             f"{first:.2f}" + (f" / {max(later):.2f} |" if later else " |"))

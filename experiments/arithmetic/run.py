@@ -39,7 +39,7 @@ GAE advantages per minibatch, with its value head on the policy's trunk (``ppo``
 it trained on the value loss alone (``ppo-critic``, the value model of InstructGPT and of TRL's
 former PPOTrainer)."""
 TOKENS_PER_ITERATION = 16 * 12
-STOPS = (signal.SIGINT, signal.SIGTERM)
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SETTINGS = ["--num-envs", "16", "--max-new-tokens", "12", "--kl-coef", "0", "--learning-rate", "1e-5",
             "--temperature", "1.0", "--update-epochs", "1", "--num-minibatches", "2", "--torch-threads", "2",
             "--no-progress"]
@@ -51,23 +51,38 @@ constant, no KL penalty (beta 0, TRL's default: no reference model is loaded).""
 def rlkit(*args: str) -> tuple[dict, float]:
     """Run one rlkit command: its last stdout line as JSON and the process's peak resident memory in
     GB (a failure stops the script with its error). The command runs in a session of its own, and
-    SIGINT or SIGTERM to this script is passed on to it once (Ctrl-C or ``kill`` alike): the run
+    SIGINT, SIGTERM or SIGHUP to this script is passed on to it (Ctrl-C, ``kill`` or a closed
+    terminal alike; SIGHUP as SIGTERM, and one that comes while it starts, once it has): the run
     checkpoints, and the same script command continues it."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "rlkit"), *args], stdout=out, stderr=err, text=True,
-                                start_new_session=True)
-        handlers = {s: signal.signal(s, lambda signum, _: proc.send_signal(signum)) for s in STOPS}
+        child: list[int] = []
+        early: list[int] = []  # a signal that came before the child was started: passed on once it is
+
+        def forward(signum: int, _: object) -> None:
+            signum = signal.SIGTERM if signum == signal.SIGHUP else signum  # (a closed terminal: stop and checkpoint)
+            if child:
+                os.kill(child[0], signum)
+            else:
+                early.append(signum)
+
+        handlers = {s: signal.signal(s, forward) for s in STOPS}
         try:
+            proc = subprocess.Popen([str(Path(sys.executable).parent / "rlkit"), *args], stdout=out, stderr=err,
+                                    text=True, start_new_session=True)
+            child.append(proc.pid)
+            for signum in early[:1]:
+                os.kill(proc.pid, signum)
             _, status, usage = os.wait4(proc.pid, 0)
+            child.clear()
         finally:
             for s, handler in handlers.items():
                 signal.signal(s, handler)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         stdout, stderr = out.read(), err.read()
-    if proc.returncode in [128 + s for s in STOPS]:
+    if returncode in [128 + s for s in STOPS]:
         raise SystemExit(f"stopped by a signal ({stderr.strip().splitlines()[-1:]}); run the same command to continue")
-    if proc.returncode != 0:
+    if returncode != 0:
         raise SystemExit(f"rlkit {shlex.join(args)} failed: {stderr.strip().splitlines()[-1:]}")
     return json.loads(stdout.strip().splitlines()[-1]), usage.ru_maxrss / 2**20
 
@@ -92,8 +107,15 @@ def points(curve: Path) -> list[dict]:
         except ValueError:
             if i < len(lines) - 1:
                 raise SystemExit(f"{curve}: line {i + 1} is not JSON; fix or remove it") from None
-            curve.write_text("".join(json.dumps(p) + "\n" for p in out))
+            rewrite(curve, out)
     return out
+
+
+def rewrite(curve: Path, kept: list[dict]) -> None:
+    """``curve`` holding ``kept`` only, replaced at once (a kill meanwhile leaves the old file whole)."""
+    tmp = curve.with_name(f".{curve.name}.tmp")
+    tmp.write_text("".join(json.dumps(p) + "\n" for p in kept))
+    os.replace(tmp, curve)
 
 
 def check_budget(args: argparse.Namespace) -> None:

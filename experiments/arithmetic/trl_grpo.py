@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from run import GROUP, common_arguments, evaluate, parse, points  # noqa: E402  (this folder's run.py)
+from run import GROUP, common_arguments, evaluate, parse, points, rewrite  # noqa: E402  (this folder's run.py)
 
 from rlkit.ablation.measurements import ExtendList  # noqa: E402
 
@@ -132,7 +132,7 @@ def main() -> None:
             continue
         if run.exists():  # an unfinished seed starts again: its points go
             kept = [p for p in points(curve) if not (p["method"] == "trl-grpo" and p["seed"] == seed)]
-            curve.write_text("".join(json.dumps(p) + "\n" for p in kept))
+            rewrite(curve, kept)
             shutil.rmtree(run)
         train_seed(seed, args, curve)
     print(curve)

@@ -9,7 +9,6 @@ is "not finished" and resumes from its checkpoints instead of stopping a sweep.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 from pathlib import Path
@@ -56,7 +55,6 @@ def write_new(path: str | Path, text: str) -> None:
             tmp.unlink()
 
 
-@functools.cache
 def _umask() -> int:
     with contextlib.suppress(OSError, ValueError, StopIteration):  # Linux shows it; elsewhere reading it means setting it
         status = Path("/proc/self/status").read_text()
@@ -68,9 +66,12 @@ def _umask() -> int:
 
 def mode_as_created(*paths: str | Path) -> None:
     """Give files another writer made (safetensors writes its files 0600) the mode a plain ``open``
-    gives: 0666 less the umask, so a run's weights are readable wherever its JSON files are."""
+    gives: 0666 less the umask (read at each call), so a run's weights are readable wherever its
+    JSON files are. A file system that refuses the change keeps the writer's mode: the file is whole."""
+    mode = 0o666 & ~_umask()
     for path in paths:
-        os.chmod(path, 0o666 & ~_umask())
+        with contextlib.suppress(OSError):
+            os.chmod(path, mode)
 
 
 def is_partial(name: str) -> bool:

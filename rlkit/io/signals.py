@@ -26,7 +26,8 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int, run_dir: Path, checkpoint: Path | None, written: bool = True,
                  reason: str | None = None) -> None:
         where = f"checkpoint {checkpoint.name}" if checkpoint is not None else "no checkpoint"
-        super().__init__(f"{signal.Signals(signum).name}: {where} in {run_dir}")
+        why = f" ({reason})" if reason else ""
+        super().__init__(f"{signal.Signals(signum).name}: {where} in {run_dir}{why}")
         self.signum, self.run_dir, self.checkpoint, self.written = signum, run_dir, checkpoint, written
         self.reason = reason
 

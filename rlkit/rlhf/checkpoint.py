@@ -77,9 +77,11 @@ def load_rlhf(run_dir: Path, stored: StoredRun, learner: Learner, parts: RLHFPar
     """Restore ``learner`` and ``parts`` from ``stored`` (its tensors read from its checkpoint
     folder) and return the run's progress (a checkpoint that does not fit is a one-line
     :class:`CheckpointError`)."""
-    state = stored.state
-    assert stored.checkpoint is not None and state is not None
-    tensors = stored.tensors if stored.tensors is not None else read_checkpoint(stored.checkpoint)[0]
+    state, tensors = stored.state, stored.tensors
+    if tensors is None:
+        assert stored.checkpoint is not None, "a stored run holds its tensors or names its checkpoint"
+        tensors = read_checkpoint(stored.checkpoint)[0]
+    assert state is not None
     with restoring(run_dir):
         flat = tensors["flat"]
         if flat.shape != learner.flat.data.shape:

@@ -22,6 +22,7 @@ import importlib.util
 import math
 import numbers
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -40,6 +41,10 @@ MODEL_SOURCE = "reward_model"
 
 class RewardFunctionError(RlkitError, RuntimeError):
     """A reward function failed or returned what is not a reward."""
+
+    resumable: bool = False
+    """Whether the message ends with the command that continues the run (the command line then
+    repeats the flags a resume was given)."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +202,8 @@ def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns
     try:
         with env_wait(), handlers_kept():
             out = f.fn(prompts=copy.deepcopy(prompts), completions=list(completions), **copy.deepcopy(columns))
+            # a generator (or map) does its work here: under the same stop grace and error handling
+            values = list(out) if isinstance(out, Iterable) and not isinstance(out, (dict, str, bytes)) else None
     except EnvStuck as exc:
         exc.message = f"reward function {f.name} did not return within {exc.seconds:.0f} s of the stop signal"
         raise
@@ -207,13 +214,8 @@ def _call(f: RewardFunction, prompts: list[Any], completions: list[str], columns
                 if isinstance(exc, TypeError) and "argument" in str(exc) else "")
         raise RewardFunctionError(f"reward function {f.name} raised {type(exc).__name__}: {one_line(exc)}{hint}"
                                   ) from None
-    if isinstance(out, (dict, str, bytes)):
+    if values is None:
         raise RewardFunctionError(f"reward function {f.name} returned {type(out).__name__}, not a list of rewards")
-    try:
-        values = list(out)
-    except TypeError:
-        raise RewardFunctionError(f"reward function {f.name} returned {type(out).__name__}, not a list of "
-                                  "rewards") from None
     if len(values) != len(completions):
         raise RewardFunctionError(f"reward function {f.name} returned {len(values)} rewards for "
                                   f"{len(completions)} completions")

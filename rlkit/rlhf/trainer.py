@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -300,8 +301,10 @@ class RLHFTrainer:
         name = f"iteration-{self.progress.updates_done:06d}"
         if not (self.run_dir / "checkpoints" / name).is_dir():
             self.save(False)
-        return RewardFunctionError(f"{error}; the run stopped with checkpoint {name}: fix the function (or the "
-                                   f"data) and continue with rlkit rlhf --resume {self.run_dir}")
+        stopped = RewardFunctionError(f"{error}; the run stopped with checkpoint {name}: fix the function (or the "
+                                      f"data) and continue with rlkit rlhf --resume {shlex.quote(str(self.run_dir))}")
+        stopped.resumable = True  # the command line adds what a resume was given (rlkit.cli_flags.resume_flags)
+        return stopped
 
     def reference_log_probs(self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor,
                             cols: torch.Tensor, prompt_width: int) -> torch.Tensor:

@@ -10,8 +10,8 @@ compares expressions with ``math-verify`` (the optional extra ``rlhf-data`` inst
 
 from __future__ import annotations
 
-import math
 import re
+from decimal import Decimal, InvalidOperation
 from typing import Any, Sequence
 
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
@@ -20,25 +20,35 @@ NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 
 def last_number(text: str) -> float | None:
     """The last number in ``text`` (``"1,234.5"`` reads as 1234.5), or None when it holds none."""
+    found = _last_exact(text)
+    return None if found is None else float(found)
+
+
+def _last_exact(text: str) -> Decimal | None:
     found = NUMBER.findall(text)
     if not found:
         return None
     try:
-        return float(found[-1].replace(",", ""))
-    except ValueError:
+        return Decimal(found[-1].replace(",", ""))
+    except InvalidOperation:
         return None
 
 
-def _same(value: float | None, answer: Any) -> bool:
-    if value is None:
-        return False
-    expected = float(answer)
-    return math.isclose(value, expected, rel_tol=1e-9, abs_tol=1e-9)
+def _same(value: Decimal | None, answer: Any) -> bool:
+    """Exact equality (2000000001 is not 2e9; "3.50" is 3.5); an answer that is no number is an error
+    naming it (a data problem, not the completion's)."""
+    if isinstance(answer, bool) or not isinstance(answer, (int, float, str, Decimal)):
+        raise ValueError(f"the answer {answer!r} is not a number")
+    try:
+        expected = Decimal(str(answer).strip())
+    except InvalidOperation:
+        raise ValueError(f"the answer {answer!r} is not a number") from None
+    return value is not None and value == expected
 
 
 def correct_number(completions: Sequence[str], answer: Sequence[Any], **kwargs: Any) -> list[float]:
     """1.0 when the last number of the completion equals the row's ``answer``, else 0.0."""
-    return [1.0 if _same(last_number(c), a) else 0.0 for c, a in zip(completions, answer)]
+    return [1.0 if _same(_last_exact(c), a) else 0.0 for c, a in zip(completions, answer)]
 
 
 def number_only(completions: Sequence[str], **kwargs: Any) -> list[float]:

@@ -27,3 +27,24 @@ def test_write_new_writes_a_new_file_and_keeps_one_that_exists(tmp_path):
     with pytest.raises(OutputError, match="it is kept"):
         write_new(tmp_path / "a.json", "other")
     assert (tmp_path / "a.json").read_text() == "{}" and sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+def test_weights_get_the_umasks_mode_and_a_refused_mode_change_keeps_the_file(tmp_path, monkeypatch):
+    import os
+    import stat
+
+    from rlkit.io.checkpoint import load_file, save_file
+
+    old = os.umask(0o027)
+    try:
+        save_file({"w": torch.ones(2)}, str(tmp_path / "a.safetensors"))
+        assert stat.S_IMODE((tmp_path / "a.safetensors").stat().st_mode) == 0o640  # read at each write, not cached
+    finally:
+        os.umask(old)
+
+    def refused(path, mode):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "chmod", refused)
+    save_file({"w": torch.ones(2)}, str(tmp_path / "b.safetensors"))  # a file system that keeps its own modes
+    assert torch.equal(load_file(str(tmp_path / "b.safetensors"))["w"], torch.ones(2))

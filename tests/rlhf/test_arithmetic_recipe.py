@@ -106,7 +106,8 @@ def test_the_report_compares_at_equal_wall_time(tmp_path):
                 "accuracy": {"mean": accuracy, "low": accuracy - 0.05, "high": accuracy + 0.05}, "peak_rss_gb": 1.5}
 
     curve = [point("initial", 0, 0, 0.0, 0.1), point("grpo", 1, 15, 200.0, 0.5), point("grpo", 1, 30, 400.0, 0.6),
-             point("grpo", 1, 45, 620.0, 0.7), point("slow", 1, 10, 700.0, 0.9), point("grpo", 2, 15, 300.0, 0.4)]
+             point("grpo", 1, 45, 620.0, 0.7), point("slow", 1, 10, 700.0, 0.9), point("grpo", 2, 15, 300.0, 0.4),
+             point("slow", 2, 5, 100.0, 0.3)]
     curve[1]["peak_rss_gb"], curve[3]["peak_rss_gb"] = 1.25, 9.0  # a fresh process; one past the budget
     (tmp_path / "curve.jsonl").write_text("".join(json.dumps(p) + "\n" for p in curve))
     subprocess.run([sys.executable, str(ROOT / "experiments" / "arithmetic" / "report.py"), str(tmp_path),
@@ -115,6 +116,12 @@ def test_the_report_compares_at_equal_wall_time(tmp_path):
     assert "| grpo | 1 | 30 | 400 | 13.33 | 0.600 [0.550, 0.650] | 1.25 / 1.50 |" in report  # not the point at 620 s
     assert "| slow | 1 | no point within 10 minutes |" in report and "after at most 10 minutes" in report
     assert "| grpo | mean of 2 | 22.5 | | 16.67 | 0.500 (seeds 0.400–0.600) | 1.50 / 1.50 |" in report
+    assert "| slow | mean of 1 of 2 seeds | 5.0 | | 20.00 | 0.300 (seeds 0.300–0.300) | 1.50 |" in report
     subprocess.run([sys.executable, str(ROOT / "experiments" / "arithmetic" / "report.py"), str(tmp_path)],
                    check=True, capture_output=True, timeout=120)
     assert "| grpo | 1 | 45 | 620 |" in (tmp_path / "report.md").read_text()
+    (tmp_path / "curve.jsonl").write_text("{}\n" + (tmp_path / "curve.jsonl").read_text())
+    bad = subprocess.run([sys.executable, str(ROOT / "experiments" / "arithmetic" / "report.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and bad.stderr.strip().endswith("line 1 is not a point (method, seed, iterations, "
+                                                               "train_seconds, accuracy)"), bad.stderr

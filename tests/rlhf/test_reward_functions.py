@@ -117,6 +117,21 @@ def test_reward_set_sums_weighted_sources_with_none_as_zero_and_names_a_bad_func
         RewardSet([RewardFunction("a:half", half), RewardFunction("b:half", half)])
 
 
+def test_a_generator_of_rewards_is_scored_and_its_failure_named():
+    """A function that yields does its work while its values are read: that is the function's call too."""
+    def lengths(completions, **kw):
+        yield from (float(len(c)) for c in completions)
+
+    def grader_down(completions, **kw):
+        yield 1.0
+        raise KeyError("answer")
+
+    np.testing.assert_array_equal(RewardSet([RewardFunction("mod:lengths", lengths)]).score(
+        ["p"] * 2, ["a", "bb"], {}, [[1]] * 2).total, [1.0, 2.0])
+    with pytest.raises(RewardFunctionError, match=re.escape("reward function mod:down raised KeyError: 'answer'")):
+        RewardSet([RewardFunction("mod:down", grader_down)]).score(["p"] * 2, ["a", "b"], {}, [[1]] * 2)
+
+
 def test_reward_function_specs_load_by_module_or_file_and_bad_ones_are_one_line(rewards_file, tmp_path):
     assert load_reward_function("tests.tiny_lm:good_rate").fn is tiny_lm.good_rate
     assert load_reward_function(f"{rewards_file}:good_count", 2.0).fn(prompts=[], completions=["good good"]) == [2]
@@ -195,6 +210,33 @@ def test_a_failing_function_stops_the_run_after_a_checkpoint_it_resumes_from_exa
     straight, resumed = (load_file(tmp_path / "runs" / name / "policy.safetensors") for name in ("straight", "stopped"))
     assert final[0]["iterations"] == 3 and straight.keys() == resumed.keys()
     assert all(torch.equal(straight[k], resumed[k]) for k in straight)
+
+
+def test_a_failure_after_an_extended_resume_is_told_to_continue_with_its_extension(tmp_path, rewards_file,
+                                                                                     monkeypatch, capsys):
+    """The failing iteration's checkpoint is the one the resume started from, which records neither
+    the extension nor the reward given: the printed command repeats them, and it continues the run."""
+    import shlex
+
+    policy, _, prompts = tiny_lm.save_models(tmp_path, PROMPTS)
+    fail = tmp_path / "grader_down"
+    monkeypatch.setenv("RLKIT_TEST_FAIL", str(fail))
+    monkeypatch.setenv("RLKIT_TEST_COUNTER", str(tmp_path / "count"))
+    run, reward = tmp_path / "runs" / "r", f"{rewards_file}:fails_in_iteration_2"
+    assert main(["rlhf", "--policy", str(policy), "--prompts", str(prompts), "--reward", f"{rewards_file}:good_count",
+                 "--iterations", "1", "--checkpoint-every", "16", "--num-envs", "4", "--max-new-tokens", "4",
+                 "--torch-threads", "1", "--no-save-model", "--logdir", str(tmp_path / "runs"), "--run-name", "r"]) == 0
+    (tmp_path / "count").write_text("4")  # the failing function's next call is its "iteration 2"
+    fail.touch()
+    capsys.readouterr()
+    assert main(["rlhf", "--resume", str(run), "--iterations", "3", "--reward", reward]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "stopped with checkpoint iteration-000001" in err, err
+    command = err.split("continue with ")[1]
+    assert command == f"rlkit rlhf --resume {shlex.quote(str(run))} --iterations 3 --reward {shlex.quote(reward)}"
+    fail.unlink()
+    assert main(shlex.split(command)[1:]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["iterations"] == 3
 
 
 def test_reward_flags_repeat_and_bad_weights_are_one_line(tmp_path, rewards_file, capsys):

@@ -19,6 +19,11 @@ def test_correctness_and_format_rewards():
     completions = ["The sum is 42.", "42", " 41 ", "forty-two", "42.0"]
     assert correct_number(completions, [42] * 5) == [1.0, 1.0, 0.0, 0.0, 1.0]
     assert number_only(completions) == [0.0, 1.0, 1.0, 0.0, 1.0]
+    big = ["2000000000", "2,000,000,001", "3.50", "0.1"]  # exact: no relative tolerance near 1e9
+    assert correct_number(big, [2000000001, 2000000001, 3.5, 0.1]) == [0.0, 1.0, 1.0, 1.0]
+    for answer in (None, [42], "forty-two"):
+        with pytest.raises(ValueError, match="is not a number"):
+            correct_number(["42"], [answer])
     pytest.importorskip("math_verify")
     assert correct_expression(["so x = 1/2", "$\\frac{1}{2}$", "0.4"], ["1/2"] * 3) == [1.0, 1.0, 0.0]
 
@@ -36,10 +41,17 @@ def test_problems_are_exact_distinct_seeded_and_held_out_sets_share_none(kind):
         problems(kind, 100_000, seed=1)
 
 
-def test_write_sets_never_overwrites(tmp_path):
+def test_write_sets_never_overwrites_and_completes_a_cut_off_write(tmp_path):
     train, held = write_sets(tmp_path / "d", "add1", train=50, heldout=20)
     assert len(train.read_text().splitlines()) == 50 and len(held.read_text().splitlines()) == 20
-    before = train.read_text()
-    with pytest.raises(SystemExit, match="already holds"):
+    before, held_before = train.read_text(), held.read_text()
+    with pytest.raises(SystemExit, match="holds other problems"):
         write_sets(tmp_path / "d", "add1", train=10, heldout=5)
     assert train.read_text() == before
+    held.unlink()  # a kill between the two files
+    assert write_sets(tmp_path / "d", "add1", train=50, heldout=20) == (train, held)
+    assert train.read_text() == before and held.read_text() == held_before
+    for n, words in [(0, "must be >= 1"), (200, "add1 has 100 problems")]:
+        with pytest.raises(SystemExit, match=words):
+            write_sets(tmp_path / "e", "add1", train=n, heldout=20)
+    assert not (tmp_path / "e").exists()

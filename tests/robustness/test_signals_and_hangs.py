@@ -322,13 +322,24 @@ def test_one_signal_stops_a_run_whose_env_never_closes(tmp_path):
 
 
 @pytest.mark.parametrize("argv, kept", [
-    (["--resume", "r", "--total-steps", "4096"], ["--total-steps", "4096"]),
-    (["--total-steps=4096", "--resume", "r"], ["--total-steps=4096"]),
-    (["--resume=r", "--iterations", "9"], ["--iterations", "9"]),
-    (["--resume", "r", "--iterations", "9", "--seed", "3"], ["--iterations", "9"]),
-    (["--total-steps", "4096"], []),  # a fresh run: its config.json holds the length
+    (["train", "--resume", "r", "--total-steps", "4096"], ["--total-steps", "4096"]),
+    (["train", "--total-steps=4096", "--resume", "r"], ["--total-steps=4096"]),
+    (["rlhf", "--resume=r", "--iterations", "9"], ["--iterations", "9"]),
+    (["train", "--resume", "a", "b", "--total-steps", "8192", "--no-progress"], ["--total-steps", "8192", "--no-progress"]),
+    (["rlhf", "--resume", "r", "--policy", "moved/m", "--reward", "f.py:g", "--reward-weights", "1", "-0.5"],
+     ["--policy", "moved/m", "--reward", "f.py:g", "--reward-weights", "1", "-0.5"]),
+    (["train", "--total-steps", "4096"], []),  # a fresh run: its config.json holds every setting
 ])
-def test_the_resume_command_of_a_stop_repeats_the_extension_given(argv, kept):
-    from rlkit.cli_flags import extension_flags
+def test_the_resume_command_of_a_stop_repeats_the_flags_a_resume_was_given(argv, kept):
+    from rlkit.cli_flags import resume_flags
 
-    assert extension_flags(argv) == kept
+    assert resume_flags(argv) == kept
+
+
+def test_a_stop_that_came_at_once_says_why_in_its_exception_text(tmp_path):
+    """A sweep's log and a Python caller see the exception's text only: the reason is in it."""
+    from rlkit.io.signals import Interrupted
+
+    stop = Interrupted(signal.SIGINT, tmp_path, None, written=False, reason="the env step did not return within 5 s")
+    assert str(stop).endswith("(the env step did not return within 5 s)") and "no checkpoint" in str(stop)
+    assert "(" not in str(Interrupted(signal.SIGTERM, tmp_path, None))
