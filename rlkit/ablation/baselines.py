@@ -46,8 +46,14 @@ def _common(cfg: dict[str, Any]) -> dict[str, Any]:
                 batch_size=cfg["num_envs"] * cfg["num_steps"] // cfg["num_minibatches"], gamma=cfg["gamma"],
                 gae_lambda=cfg["gae_lambda"], normalize_advantage=cfg["norm_adv"], seed=cfg["seed"], device="cpu",
                 verbose=0, policy_kwargs=dict(net_arch=dict(pi=list(cfg["hidden_sizes"]), vf=list(cfg["hidden_sizes"])),
-                                              activation_fn=torch.nn.Tanh,
+                                              activation_fn=torch.nn.ReLU if cfg.get("activation") == "relu"
+                                              else torch.nn.Tanh, ortho_init=cfg.get("ortho_init", True),
                                               optimizer_kwargs=dict(eps=cfg.get("adam_eps", 1e-5))))
+
+
+def _annealed(value: float) -> Any:
+    """SB3's linear schedule of ``value`` (its argument: the share of training left)."""
+    return lambda left: value * left
 
 
 def _env_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -115,8 +121,11 @@ def build_model(kind: str, cfg: dict[str, Any]) -> Any:
         env = VecNormalize(env, norm_obs=cfg["norm_obs"], norm_reward=cfg["norm_reward"], gamma=cfg["gamma"],
                            clip_obs=10.0, clip_reward=10.0)
     policy = _policy(env.observation_space)
-    ppo = dict(n_epochs=cfg["update_epochs"], clip_range=cfg["clip_coef"],
-               clip_range_vf=cfg["clip_coef"] if cfg["clip_vloss"] else None, ent_coef=cfg["ent_coef"],
+    clip = cfg["clip_coef"]
+    if cfg.get("anneal_clip"):  # SB3 takes a schedule of the progress left, 1 -> 0, as for the lr
+        clip = _annealed(clip)
+    ppo = dict(n_epochs=cfg["update_epochs"], clip_range=clip,
+               clip_range_vf=clip if cfg["clip_vloss"] else None, ent_coef=cfg["ent_coef"],
                vf_coef=cfg["vf_coef"], max_grad_norm=cfg["max_grad_norm"], target_kl=cfg["target_kl"], **_common(cfg))
     if kind == "sb3:ppo":
         from stable_baselines3 import PPO

@@ -49,6 +49,8 @@ from rlkit.core.composed import flat_field_names
 
 BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo", "sb3-contrib:recurrent-ppo")
 RECURRENT_BASELINE = "sb3-contrib:recurrent-ppo"
+PPO_SCHEDULES = ("anneal_clip",)
+"""Variants the PPO baselines honour (SB3 anneals ``clip_range`` by a schedule as rlkit does); TRPO has no clip."""
 """Reference implementations a variant may name (optional extra ``baselines``)."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
 RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume",
@@ -306,13 +308,14 @@ def _refuse_variant_options(record: dict[str, Any], own: dict[str, Any], file: s
     """A reference implementation runs plain SB3 / sb3-contrib: a variant turned on for it (by a
     preset or a field anywhere in the spec) or a variant option in its own table would be recorded
     but not honoured, so it is refused. (Options at the top level that leave every variant off are
-    the rlkit variants' defaults and do not concern it.)"""
+    the rlkit variants' defaults and do not concern it; :data:`PPO_SCHEDULES` the PPO baselines take.)"""
     from rlkit.variants import registered, variant_fields
 
     _refuse_baseline_memory(record, file, variant)
     _refuse_memory_options_without_memory(record, own, {}, file, variant)
-    on = next((n for n in registered() if record.get(n) is True), None)
-    on = on or next((n for n in own if n in variant_fields()), None)
+    honoured = PPO_SCHEDULES if variant != "sb3-contrib:trpo" else ()
+    on = next((n for n in registered() if record.get(n) is True and n not in honoured), None)
+    on = on or next((n for n in own if n in variant_fields() and n not in honoured), None)
     if on is not None:
         value = record.get(on, own.get(on))
         raise _fail(file, f"variants.{variant}", f"a reference implementation cannot honour {on} = {value!r}; "

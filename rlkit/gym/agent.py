@@ -17,7 +17,7 @@ from rlkit.gym.cnn import CNNActorCritic
 from rlkit.gym.envs import close_envs, env_gives_masks, make_env
 from rlkit.gym.evaluation import EvalResult, run_episodes
 from rlkit.gym.masking import MaskedActorCritic, check_mask
-from rlkit.gym.policies import MLPActorCritic
+from rlkit.gym.policies import MLPActorCritic, default_init
 from rlkit.gym.recurrent_cnn import RecurrentCNNActorCritic
 from rlkit.gym.recurrent_policy import RecurrentActorCritic
 from rlkit.io.checkpoint import load_checkpoint, require_state, restore_weights, restoring, unprefixed
@@ -127,6 +127,9 @@ class Agent:
         """The policy for these spaces: a CNN over image observations (never normalized), else MLPs;
         with ``masked``, wrapped to read action masks (``Discrete`` actions only)."""
         encoder = make_encoder(obs_space)
+        if encoder.image is not None and cfg.activation != "tanh":
+            raise UnsupportedSpaceError(f"--activation {cfg.activation} sets the MLPs' activation; {cfg.env}'s images "
+                                        "go through a CNN, which keeps its ReLU (drop the flag)")
         if cfg.memory and masked:
             raise UnsupportedSpaceError(f"--memory {cfg.memory} does not read action masks yet; {cfg.env} gives them")
         if cfg.memory and encoder.image is not None:
@@ -134,14 +137,17 @@ class Agent:
                                             cfg.memory, cfg.memory_size)
             norm = ObsNormalizer((encoder.dim,), False, dtype=np.uint8)
         elif cfg.memory:
-            model = RecurrentActorCritic(obs_space, action_space, cfg.memory, cfg.memory_size, cfg.hidden_sizes)
+            model = RecurrentActorCritic(obs_space, action_space, cfg.memory, cfg.memory_size, cfg.hidden_sizes,
+                                         cfg.activation)
             norm = ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous)
         elif encoder.image is not None:
             model = CNNActorCritic(encoder.image, encoder.scale, make_head(action_space))  # type: ignore[attr-defined]
             norm = ObsNormalizer((encoder.dim,), False, dtype=np.uint8)
         else:
-            model = MLPActorCritic(obs_space, action_space, cfg.hidden_sizes)
+            model = MLPActorCritic(obs_space, action_space, cfg.hidden_sizes, cfg.activation)
             norm = ObsNormalizer((encoder.dim,), cfg.norm_obs, scaled=encoder.continuous)
+        if not cfg.ortho_init:
+            default_init(model)
         if masked:
             if not isinstance(action_space, gym.spaces.Discrete):
                 raise UnsupportedSpaceError(f"{cfg.env} gives action masks for a {action_space}; rlkit masks "

@@ -136,7 +136,14 @@ class TrainConfig(ComposedConfig):
     num_steps: int = 128
     """Rollout length per sub-environment between updates."""
     hidden_sizes: tuple[int, ...] = (64, 64)
-    """Hidden layer sizes of the separate actor and critic MLPs (tanh)."""
+    """Hidden layer sizes of the separate actor and critic MLPs."""
+    activation: Literal["tanh", "relu"] = "tanh"
+    """The activation between the MLPs' hidden layers (the MLP policy's, and those after a memory;
+    an image policy keeps its CNN's ReLU)."""
+    ortho_init: bool = True
+    """Orthogonal initialization (gain sqrt(2) on hidden layers, 0.01 on the policy output, 1 on
+    the value output, zero biases; the memory's weights orthogonal too); --no-ortho-init keeps
+    PyTorch's default initialization of every layer (Stable-Baselines3's ortho_init=False)."""
     environment: EnvOptions = field(default_factory=EnvOptions)
     run: RunOptions = field(default_factory=RunOptions)
     evaluation: EvalOptions = field(default_factory=EvalOptions)

@@ -2,7 +2,9 @@
 
 Initialization follows the PPO implementation details (Huang et al. 2022): orthogonal
 weights with gain sqrt(2) on hidden layers, 0.01 on the policy output, 1.0 on the value
-output; zero biases.
+output; zero biases. ``--no-ortho-init`` keeps PyTorch's default initialization of every layer
+instead (:func:`default_init`, Stable-Baselines3's ``ortho_init=False``); ``--activation relu``
+puts ReLU between the hidden layers in place of tanh.
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ class ActResult(NamedTuple):
     """``[N]`` V(s) (None when not asked for)."""
 
 
-def _mlp(sizes: list[int], out_gain: float) -> nn.Sequential:
+ACTIVATIONS: dict[str, tuple[type[nn.Module], Callable[[np.ndarray], np.ndarray]]] = {
+    "tanh": (nn.Tanh, np.tanh), "relu": (nn.ReLU, lambda x: np.maximum(x, np.float32(0)))}
+"""The hidden layers' activations: the torch module and the numpy function acting uses."""
+
+
+def _mlp(sizes: list[int], out_gain: float, activation: str = "tanh") -> nn.Sequential:
     layers: list[nn.Module] = []
     for i in range(len(sizes) - 1):
         linear = nn.Linear(sizes[i], sizes[i + 1])
@@ -39,8 +46,17 @@ def _mlp(sizes: list[int], out_gain: float) -> nn.Sequential:
         nn.init.zeros_(linear.bias)
         layers.append(linear)
         if not last:
-            layers.append(nn.Tanh())
+            layers.append(ACTIVATIONS[activation][0]())
     return nn.Sequential(*layers)
+
+
+def default_init(model: nn.Module) -> None:
+    """Every layer of ``model`` back to PyTorch's own initialization (``reset_parameters``: Linear,
+    LSTM, GRU, Conv), drawn from torch's seeded stream; parameters outside layers (a Gaussian
+    head's log-std) keep theirs."""
+    for module in model.modules():
+        if module is not model and callable(getattr(module, "reset_parameters", None)):
+            module.reset_parameters()
 
 
 class MLPActorCritic(nn.Module):
@@ -50,13 +66,15 @@ class MLPActorCritic(nn.Module):
     ``critic_parameters``), so a flat parameter vector has the actor as its prefix.
     """
 
-    def __init__(self, obs_space: gym.Space, action_space: gym.Space, hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
+    def __init__(self, obs_space: gym.Space, action_space: gym.Space, hidden_sizes: tuple[int, ...] = (64, 64),
+                 activation: str = "tanh") -> None:
         super().__init__()
         self.obs_dim = make_encoder(obs_space).dim
         self.head: PolicyHead = make_head(action_space)
+        self.activation = activation
         sizes = [self.obs_dim, *hidden_sizes]
-        self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01)
-        self.critic = _mlp([*sizes, 1], out_gain=1.0)
+        self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01, activation=activation)
+        self.critic = _mlp([*sizes, 1], out_gain=1.0, activation=activation)
         self.forward_override: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]] | None = None
         """A replacement for the modules in ``forward`` with the same values and gradients, set by
         whoever owns it (a trainer's kernels); None: the modules run."""
@@ -100,11 +118,11 @@ class NumpyActor:
         self.actor = layers(model.actor)
         self.critic = layers(model.critic)
         self.sampler = model.head.numpy_sampler()
+        self.activation = ACTIVATIONS[getattr(model, "activation", "tanh")][1]
 
-    @staticmethod
-    def _mlp(x: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    def _mlp(self, x: np.ndarray, layers: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         for w, b in layers[:-1]:
-            x = np.tanh(x @ w + b)
+            x = self.activation(x @ w + b)
         w, b = layers[-1]
         return x @ w + b
 

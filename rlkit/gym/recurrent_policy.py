@@ -32,18 +32,19 @@ class RecurrentActResult(NamedTuple):
 
 
 class RecurrentActorCritic(nn.Module):
-    """``obs [.., obs_dim]`` -> torso (per side) -> tanh MLP ``hidden_sizes`` -> head / value."""
+    """``obs [.., obs_dim]`` -> torso (per side) -> MLP ``hidden_sizes`` (``activation``) -> head / value."""
 
     def __init__(self, obs_space: gym.Space, action_space: gym.Space, memory: str, memory_size: int,
-                 hidden_sizes: tuple[int, ...] = (64, 64)) -> None:
+                 hidden_sizes: tuple[int, ...] = (64, 64), activation: str = "tanh") -> None:
         super().__init__()
         self.obs_dim = make_encoder(obs_space).dim
         self.head: PolicyHead = make_head(action_space)
         self.actor_memory: MemoryTorso = make_memory(memory, self.obs_dim, memory_size)
         self.critic_memory: MemoryTorso = make_memory(memory, self.obs_dim, memory_size)
         sizes = [memory_size, *hidden_sizes]
-        self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01)
-        self.critic = _mlp([*sizes, 1], out_gain=1.0)
+        self.activation = activation
+        self.actor = _mlp([*sizes, self.head.out_dim], out_gain=0.01, activation=activation)
+        self.critic = _mlp([*sizes, 1], out_gain=1.0, activation=activation)
         self.side_state = self.actor_memory.state_size
         """``S``: one side's state numbers per env."""
 

@@ -118,7 +118,9 @@ class PPOTrainer:
         flat = FlatParameters(self.model.ordered_parameters(),
                               split=sum(p.numel() for p in self.model.actor_parameters()))
         image = self.agent.encoder.image is not None
-        self.kernels = select_kernels(cfg.kernels, small_mlp=not (image or masked or cfg.memory), device=self.device)
+        # (the fused MLP computes tanh layers)
+        small_mlp = not (image or masked or cfg.memory) and cfg.activation == "tanh"
+        self.kernels = select_kernels(cfg.kernels, small_mlp=small_mlp, device=self.device)
         self.kernels.prepare(self.model, flat)
         self.learner = build_learner("gym", cfg, flat, self.kernels.adam(flat, cfg.learning_rate, cfg.adam_eps),
                                      self.device, self.model, FreshRollout(cfg.gamma, cfg.gae_lambda),

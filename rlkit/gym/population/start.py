@@ -55,6 +55,9 @@ def check_population(cfg: TrainConfig) -> None:
         raise ConfigError("a population resumes with resume_population(run_dirs) (rlkit train --resume DIR DIR ...)")
     if cfg.memory:
         raise ConfigError(f"a population trains feed-forward policies; --memory {cfg.memory} needs one seed per process")
+    if cfg.activation != "tanh":
+        raise ConfigError(f"a population's stacked MLPs compute tanh layers; --activation {cfg.activation} needs one "
+                          "seed per process")
     env = make_env(cfg.env, cfg.env_options, cfg.env_wrappers)
     try:
         if make_encoder(env.observation_space).image is not None:
