@@ -42,10 +42,12 @@ def save_file(tensors: dict[str, torch.Tensor], path: str) -> None:
 
 
 def load_file(path: str) -> dict[str, torch.Tensor]:
-    """safetensors' ``load_file``, imported at the first read."""
+    """safetensors' ``load_file``, imported at the first read. The bytes are read into the tensors
+    (``pread``), not mapped: a mapped file's pages stay resident beside the tensors made from them,
+    twice the file's size in memory while it is read (a model's weights and Adam's moments)."""
     from safetensors.torch import load_file as read
 
-    return read(path)
+    return read(path, backend="pread")
 
 
 def save_checkpoint(run_dir: str | Path, name: str, tensors: dict[str, torch.Tensor], state: dict[str, Any],

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file
 
 from rlkit.core.device import torch_device
 from rlkit.core.token_grid import left_pad
 from rlkit.errors import ConfigError
+from rlkit.io.checkpoint import load_file
 from rlkit.io.files import read_json
 from rlkit.io.lock import holder
 from rlkit.io.signals import raise_if_stopped

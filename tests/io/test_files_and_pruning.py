@@ -48,3 +48,24 @@ def test_weights_get_the_umasks_mode_and_a_refused_mode_change_keeps_the_file(tm
     monkeypatch.setattr(os, "chmod", refused)
     save_file({"w": torch.ones(2)}, str(tmp_path / "b.safetensors"))  # a file system that keeps its own modes
     assert torch.equal(load_file(str(tmp_path / "b.safetensors"))["w"], torch.ones(2))
+
+
+def test_reading_a_checkpoint_holds_its_tensors_once_not_a_mapped_copy_beside_them(tmp_path):
+    """A 256 MB tensors file read in a fresh process raises its peak memory by about its size: the
+    file's pages are not kept mapped beside the tensors made from them (which doubled a resumed
+    RLHF run's peak by the size of its weights and Adam moments)."""
+    import subprocess
+    import sys
+
+    from rlkit.io.checkpoint import save_file
+
+    save_file({"a": torch.ones(32 * 2**20), "b": torch.ones(32 * 2**20)}, str(tmp_path / "t.safetensors"))
+    code = ("import resource, torch\n"
+            "from rlkit.io.checkpoint import load_file\n"
+            "torch.ones(1)\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            f"tensors = load_file({str(tmp_path / 't.safetensors')!r})\n"
+            "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 2**10)\n")
+    grown = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 timeout=120).stdout)
+    assert 200 < grown < 1.4 * 256, grown  # MB: the tensors (256), not the tensors and the mapped file (512)
