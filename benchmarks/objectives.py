@@ -33,6 +33,7 @@ OBJECTIVES = {
     "no-clip": {"unclipped": True},
     "kl-fixed": {"kl_fixed": True, "kl_beta": 1.0},
     "kl-adaptive": {"kl_adaptive": True, "kl_dtarg": 0.01},
+    "anneal-clip": {"anneal_clip": True},
 }
 """Name -> the fields that choose the objective (``ppo``: the default, PPO's clipped surrogate)."""
 
