@@ -42,7 +42,7 @@ def _common(cfg: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     lr = cfg["learning_rate"]
-    return dict(learning_rate=(lambda f: lr * f) if cfg["anneal_lr"] else lr, n_steps=cfg["num_steps"],
+    return dict(learning_rate=_annealed(lr) if cfg["anneal_lr"] else lr, n_steps=cfg["num_steps"],
                 batch_size=cfg["num_envs"] * cfg["num_steps"] // cfg["num_minibatches"], gamma=cfg["gamma"],
                 gae_lambda=cfg["gae_lambda"], normalize_advantage=cfg["norm_adv"], seed=cfg["seed"], device="cpu",
                 verbose=0, policy_kwargs=dict(net_arch=dict(pi=list(cfg["hidden_sizes"]), vf=list(cfg["hidden_sizes"])),
@@ -52,8 +52,10 @@ def _common(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _annealed(value: float) -> Any:
-    """SB3's linear schedule of ``value`` (its argument: the share of training left)."""
-    return lambda left: value * left
+    """SB3's linear schedule of ``value`` (its argument: the share of training left, read after each
+    rollout, so one update later than rlkit's; below 0 on a last rollout past the budget, where
+    the schedule stays at 0)."""
+    return lambda left: value * max(left, 0.0)
 
 
 def _env_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -48,10 +48,10 @@ from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
 from rlkit.core.composed import flat_field_names
 
 BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo", "sb3-contrib:recurrent-ppo")
+"""Reference implementations a variant may name (optional extra ``baselines``)."""
 RECURRENT_BASELINE = "sb3-contrib:recurrent-ppo"
 PPO_SCHEDULES = ("anneal_clip",)
 """Variants the PPO baselines honour (SB3 anneals ``clip_range`` by a schedule as rlkit does); TRPO has no clip."""
-"""Reference implementations a variant may name (optional extra ``baselines``)."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
 RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume",
                                                                  "hparams"}))

@@ -15,6 +15,7 @@ from rlkit.ablation.packing import check_pack, pack_runs
 from rlkit.ablation.results import LOCK, claim_sweep_dir, write_tables
 from rlkit.ablation.runner import Progress, WorkerDied, run_local, run_ray, run_state
 from rlkit.ablation.spec import RunSpec, SweepSpec, load_spec
+from rlkit.core.encoders import make_encoder
 from rlkit.errors import ConfigError
 from rlkit.gym.envs import check_env_id, close_envs, env_gives_masks, make_env
 from rlkit.io.lock import FolderLock
@@ -61,16 +62,20 @@ def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[Sweep
     if out is not None and not str(out).strip():
         raise ConfigError("--out must name a directory, got an empty path")
     spec = load_spec(spec_path, budget)
-    made: dict[tuple[str, str, str], str] = {}  # (env, kwargs, stack) -> a memory one of its rlkit runs uses
+    # (env, kwargs, stack) -> a memory and an activation other than tanh that one of its rlkit runs uses
+    made: dict[tuple[str, str, str], tuple[str, str]] = {}
     for run in spec.runs:
         key = (run.env, run.config.get("env_kwargs") or "", run.config.get("env_wrappers") or "")
-        memory = run.config.get("memory") or "" if run.kind == "rlkit" else ""
-        made[key] = made.get(key) or memory
+        memory, activation = made.get(key, ("", "tanh"))
+        if run.kind == "rlkit":
+            memory = memory or run.config.get("memory") or ""
+            activation = activation if activation != "tanh" else run.config.get("activation", "tanh")
+        made[key] = (memory, activation)
     with interrupt_on(signal.SIGINT):  # a KeyboardInterrupt an env raises itself is then no Ctrl-C
-        for (env, kwargs, stack), memory in sorted(made.items()):
+        for (env, kwargs, stack), (memory, activation) in sorted(made.items()):
             check_env_id(env)
-            if kwargs or stack or memory:  # a keyword, stack or memory the env cannot take fails here, not in every run
-                _check_env(env, json.loads(kwargs or "{}"), stack, memory)
+            if kwargs or stack or memory or activation != "tanh":  # what it cannot take fails here, not in each run
+                _check_env(env, json.loads(kwargs or "{}"), stack, memory, activation)
     sweep_dir = Path(out or Path("sweeps") / (spec.name + ("-smoke" if budget else "")))
     if sweep_dir.exists() and not sweep_dir.is_dir():
         raise ConfigError(f"--out {sweep_dir} is a file, not a directory; choose another --out")
@@ -78,13 +83,17 @@ def _checked(spec_path: str, out: str | None, budget: str | None) -> tuple[Sweep
     return spec, sweep_dir
 
 
-def _check_env(env_id: str, kwargs: dict, stack: str, memory: str) -> None:
-    """Make the env once as a run would (training side); with a memory, refuse an env that gives
-    action masks, as the run itself would (:meth:`rlkit.gym.agent.Agent.build`)."""
+def _check_env(env_id: str, kwargs: dict, stack: str, memory: str, activation: str = "tanh") -> None:
+    """Make the env once as a run would (training side); refuse what the run itself would refuse
+    (:meth:`rlkit.gym.agent.Agent.build`): a memory on an env that gives action masks, an activation
+    other than tanh on images (a CNN's)."""
     env = make_env(env_id, kwargs, stack, training=True)
     try:
         if memory and env_gives_masks(env, env_id):
             raise ConfigError(f"memory = \"{memory}\" does not read action masks yet; {env_id} gives them")
+        if activation != "tanh" and make_encoder(env.observation_space).image is not None:
+            raise ConfigError(f"activation = \"{activation}\" sets the MLPs' activation; {env_id}'s images go "
+                              "through a CNN, which keeps its ReLU")
     finally:
         close_envs(env, env_id)
 

@@ -60,7 +60,7 @@ def default_init(model: nn.Module) -> None:
 
 
 class MLPActorCritic(nn.Module):
-    """Separate actor and critic MLPs (tanh) over encoded observations (:mod:`rlkit.core.encoders`).
+    """Separate actor and critic MLPs (tanh, or ``activation``) over encoded observations (:mod:`rlkit.core.encoders`).
 
     Parameters are ordered actor first, then critic (``actor_parameters`` /
     ``critic_parameters``), so a flat parameter vector has the actor as its prefix.

@@ -78,6 +78,8 @@ class StackedParameters:
 
     def __init__(self, flats: list[FlatParameters], model: MLPActorCritic, fused: bool = False) -> None:
         """``fused``: the forward and backward as one node (:class:`rlkit.fast.stacked_mlp.StackedFusedMLP`)."""
+        if model.activation != "tanh":  # (refused before a population starts: this is the kernels' own guard)
+            raise ConfigError(f"a population's stacked MLPs compute tanh layers, not {model.activation}")
         sizes = {f.data.numel() for f in flats}
         if len(sizes) != 1:
             raise ValueError(f"members' parameter vectors differ in size: {sorted(sizes)}")
