@@ -71,3 +71,31 @@ def test_without_an_annealed_learning_rate_or_beside_another_objective_it_is_ref
     assert main(["train", "--anneal-clip", "--no-anneal-lr", "--logdir", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rlkit: error: ") and err.count("\n") == 1 and not (tmp_path / "runs").exists()
+
+
+def _clip_coefs(run_dir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return [e.value for e in events.Scalars("anneal_clip/clip_coef")]
+
+
+def test_a_population_anneals_each_member_and_a_failed_members_range_does_not_hold_the_others():
+    live, failed = AnnealedClip(), AnnealedClip()
+    live.schedule(0.5)  # the failed member is scheduled no more: its fraction stays where it stopped
+    stacked = failed.stack([failed, live])
+    hp, inputs = PPOConfig(clip_coef=0.2), _inputs(1)
+    rows = ObjectiveInputs(*(t.expand(2, -1) for t in inputs))
+    terms = stacked(rows, hp, dim=1)
+    expected = CLIPPED_SURROGATE(rows, PPOConfig(clip_coef=0.1), dim=1)
+    torch.testing.assert_close(terms.loss, expected.loss, rtol=0, atol=0)
+    assert live.end({})["anneal_clip/clip_coef"] == pytest.approx(0.1) and terms.stats["annealed_clipfrac"].shape == (2,)
+
+
+def test_each_member_of_a_population_logs_its_falling_range(tmp_path):
+    from rlkit.gym.population import train_population
+
+    outcomes = train_population(_cfg(tmp_path, "pop", total_steps=4 * 256, anneal_clip=True, anneal_lr=True), [1, 2])
+    for outcome in outcomes:
+        assert _clip_coefs(outcome.run_dir) == pytest.approx([0.2, 0.15, 0.1, 0.05])
