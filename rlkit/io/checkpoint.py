@@ -43,8 +43,9 @@ def save_file(tensors: dict[str, torch.Tensor], path: str) -> None:
 
 def load_file(path: str) -> dict[str, torch.Tensor]:
     """safetensors' ``load_file``, imported at the first read. The bytes are read into the tensors
-    (``pread``), not mapped: a mapped file's pages stay resident beside the tensors made from them,
-    twice the file's size in memory while it is read (a model's weights and Adam's moments)."""
+    (``pread``), not mapped: a mapped file stays mapped while any tensor made from it lives, so the
+    pages of a tensor copied elsewhere and dropped (a resume's parameters) stayed resident beside
+    the ones kept (Adam's moments), and the tensors never depend on the file afterwards."""
     from safetensors.torch import load_file as read
 
     return read(path, backend="pread")
