@@ -71,14 +71,13 @@ class StackedParameters:
     """``theta [K, P]`` holding every member's parameters (and ``theta.grad [K, P]`` their
     gradients); ``forward`` runs all members on their own observations at once.
 
-    The forward reads each layer's weight and bias as a leaf ``[K, ...]`` tensor that is a view of
-    ``theta`` with its ``.grad`` a view of ``theta.grad``: backward accumulates into ``theta.grad``
-    in place, with no full-size zero tensor per slice (as indexing ``theta`` inside the graph
-    would build)."""
+    The forward reads each layer's weight and bias as a leaf ``[K, ...]`` view of ``theta`` with its
+    ``.grad`` a view of ``theta.grad``: backward accumulates into ``theta.grad`` in place, with no
+    full-size zero tensor per slice (as indexing ``theta`` in the graph would build). Tanh layers."""
 
     def __init__(self, flats: list[FlatParameters], model: MLPActorCritic, fused: bool = False) -> None:
         """``fused``: the forward and backward as one node (:class:`rlkit.fast.stacked_mlp.StackedFusedMLP`)."""
-        if model.activation != "tanh":  # (refused before a population starts: this is the kernels' own guard)
+        if model.activation != "tanh":  # (refused before a population starts; the kernels' own guard)
             raise ConfigError(f"a population's stacked MLPs compute tanh layers, not {model.activation}")
         sizes = {f.data.numel() for f in flats}
         if len(sizes) != 1:
