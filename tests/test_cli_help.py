@@ -92,10 +92,11 @@ def test_train_help_groups_its_flags_and_lists_no_option_it_refuses(capsys, monk
     shown = groups(help_text(capsys, monkeypatch, "train"))
     assert list(shown) == ["options", "environment options", "run options", "evaluation options",
                            "recurrent options", "compute options", "ppo options", "variants.outer options", "variants.hp3o options", "variants.no-clip options",
-                           "variants.kl-fixed options", "variants.kl-adaptive options"]
+                           "variants.kl-fixed options", "variants.kl-adaptive options", "variants.anneal-clip options"]
     assert shown["variants.no-clip options"] == ["--unclipped"]
     assert shown["variants.kl-fixed options"] == ["--kl-fixed", "--kl-beta"]
     assert shown["variants.kl-adaptive options"] == ["--kl-adaptive", "--kl-dtarg", "--kl-beta-init"]
+    assert shown["variants.anneal-clip options"] == ["--anneal-clip"]
     assert {"--env", "--env-kwargs", "--env-wrappers", "--norm-obs"} <= set(shown["environment options"])
     assert {"--logdir", "--run-name", "--resume", "--checkpoint-every", "--preset", "--seeds",
             "--population"} <= set(shown["run options"])

@@ -6,9 +6,8 @@ Member k's flat parameter vector (:class:`rlkit.core.optim.FlatParameters`, acto
 of one ``[K, P]`` matrix and its gradient row k of another; the member's modules' parameters are
 views of that row, so its own model, optimizer, checkpoints and evaluation see the population's
 numbers without copies. Every batched op computes member k's slice with the same kernel and shapes
-whatever ``K`` is (a stacked matmul is one matrix product per member; reductions run per member),
-so a member's numbers do not depend on who else is in the population.
-"""
+whatever ``K`` is (one matrix product, one reduction per member): a member's numbers do not depend
+on who else is in the population."""
 
 from __future__ import annotations
 
@@ -77,7 +76,7 @@ class StackedParameters:
 
     def __init__(self, flats: list[FlatParameters], model: MLPActorCritic, fused: bool = False) -> None:
         """``fused``: the forward and backward as one node (:class:`rlkit.fast.stacked_mlp.StackedFusedMLP`)."""
-        if model.activation != "tanh":  # (refused before a population starts; the kernels' own guard)
+        if model.activation != "tanh":  # refused before a population starts; the kernels' own guard
             raise ConfigError(f"a population's stacked MLPs compute tanh layers, not {model.activation}")
         sizes = {f.data.numel() for f in flats}
         if len(sizes) != 1:
