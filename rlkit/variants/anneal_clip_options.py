@@ -17,8 +17,9 @@ class AnnealClipOptions:
     """The clip range annealed with the learning rate: flag --anneal-clip."""
 
     anneal_clip: bool = False
-    """Anneal the clip range epsilon (--clip-coef, and the value clip with --clip-vloss) linearly to 0
-    over the run, by the learning rate's schedule (needs --anneal-lr)."""
+    """Anneal the clip range epsilon (--clip-coef, and the value clip with --clip-vloss) linearly
+    towards 0 over the run, by the learning rate's schedule: 1/N of it at the last of N updates
+    (needs --anneal-lr)."""
     turn_on = "--anneal-clip"
     """What turns the variant on (a class attribute, not an option)."""
 
