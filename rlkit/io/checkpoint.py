@@ -16,7 +16,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
 from rlkit.errors import CheckpointError, ConfigError, one_line
 from rlkit.io.files import is_partial, mode_as_created, read_json, write_json
@@ -260,6 +260,19 @@ def read_checkpoint(ckpt: Path, required: tuple[str, ...] = ()) -> tuple[dict[st
     if missing:
         raise CheckpointError(f"checkpoint {str(ckpt)!r} lacks {', '.join(missing)} in state.json")
     return tensors, state
+
+
+def read_checkpoint_tensors(ckpt: Path, keep: Callable[[str], bool]) -> dict[str, torch.Tensor]:
+    """The tensors of checkpoint folder ``ckpt`` whose names ``keep`` accepts, each read on its own
+    (``pread``): a trainer restoring a large checkpoint in parts (the parameters, then Adam's
+    moments) holds only the part in hand beside its model, not the whole file at once."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(ckpt / "tensors.safetensors"), framework="pt", device="cpu", backend="pread") as f:
+            return {k: f.get_tensor(k) for k in f.keys() if keep(k)}
+    except Exception as exc:  # safetensors raises its own error type on a truncated file
+        raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
 
 
 def load_checkpoint(path: str | Path, required: tuple[str, ...] = ("config",)

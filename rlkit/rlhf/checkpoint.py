@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import torch
 
 from rlkit.core.learner import Learner, Progress
 from rlkit.errors import ConfigError
-from rlkit.io.checkpoint import read_checkpoint, restoring, save_checkpoint
+from rlkit.io.checkpoint import read_checkpoint_tensors, restoring, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants.migrate import StoredRun, config_of, read_run
@@ -74,27 +74,40 @@ def save_rlhf(run_dir: Path, cfg: RLHFConfig, learner: Learner, progress: Progre
 
 
 def load_rlhf(run_dir: Path, stored: StoredRun, learner: Learner, parts: RLHFParts) -> Progress:
-    """Restore ``learner`` and ``parts`` from ``stored`` (its tensors read from its checkpoint
-    folder) and return the run's progress (a checkpoint that does not fit is a one-line
-    :class:`CheckpointError`)."""
-    state, tensors = stored.state, stored.tensors
-    if tensors is None:
-        assert stored.checkpoint is not None, "a stored run holds its tensors or names its checkpoint"
-        tensors = read_checkpoint(stored.checkpoint)[0]
+    """Restore ``learner`` and ``parts`` from ``stored`` and return the run's progress (a checkpoint
+    that does not fit is a one-line :class:`CheckpointError`). Tensors ``stored`` does not hold are
+    read from its checkpoint folder in two parts: the parameters, copied in and dropped, then the
+    rest (Adam's moments), so a resume never holds the parameters twice beside the moments."""
+    state = stored.state
     assert state is not None
+    flat = _tensors(stored, lambda k: k == "flat")
     with restoring(run_dir):
-        flat = tensors["flat"]
-        if flat.shape != learner.flat.data.shape:
-            raise ConfigError(f"checkpoint holds {flat.numel()} trainable parameters, this model has "
-                              f"{learner.flat.data.numel()}: not the run's policy")
-        with torch.no_grad():
-            learner.flat.data.copy_(flat)
-        learner.restore(tensors, state)
+        _copy_parameters(learner, flat["flat"])
+    del flat
+    rest = _tensors(stored, lambda k: k != "flat")
+    with restoring(run_dir):
+        learner.restore(rest, state)
         for env, rng_state in zip(parts.envs, state["env_rngs"]):
             env.np_random.bit_generator.state = rng_state
         parts.kl.beta = float(state["kl_beta"])
         parts.history[:] = list(state["history"])
         return Progress.from_json(state)
+
+
+def _tensors(stored: StoredRun, keep: Callable[[str], bool]) -> dict[str, torch.Tensor]:
+    """The tensors of ``stored`` whose names ``keep`` accepts (read from its checkpoint when it holds none)."""
+    if stored.tensors is not None:
+        return {k: v for k, v in stored.tensors.items() if keep(k)}
+    assert stored.checkpoint is not None, "a stored run holds its tensors or names its checkpoint"
+    return read_checkpoint_tensors(stored.checkpoint, keep)
+
+
+def _copy_parameters(learner: Learner, flat: torch.Tensor) -> None:
+    if flat.shape != learner.flat.data.shape:
+        raise ConfigError(f"checkpoint holds {flat.numel()} trainable parameters, this model has "
+                          f"{learner.flat.data.numel()}: not the run's policy")
+    with torch.no_grad():
+        learner.flat.data.copy_(flat)
 
 
 @dataclass(frozen=True)

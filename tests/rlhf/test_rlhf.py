@@ -427,3 +427,40 @@ def test_a_resume_reads_the_checkpoints_tensors_only_once_the_model_is_built(log
     assert resumed.iteration == 2 and resumed.learner.optimizer.state  # Adam's moments restored after loading
     restored = next(iter(resumed.learner.optimizer.state.values()))["exp_avg"]
     assert restored.numel() == size and bool(restored.abs().sum() > 0)
+
+
+def test_a_resume_drops_the_checkpoints_parameters_before_it_reads_adams_moments(logdir, monkeypatch):
+    """The checkpoint is read in two parts, the parameters (copied in, then dropped) and the rest:
+    the stored parameters are not held beside Adam's moments (on a real model they added their
+    size, and a transient copy of the read, to the resumed process's peak memory)."""
+    import gc
+    from pathlib import Path
+
+    import rlkit.rlhf.checkpoint as checkpoint_module
+    from rlkit.io.checkpoint import resolve_checkpoint
+
+    first = trainer(logdir, run_name="r", iterations=2, checkpoint_every=8 * 4)
+    first.train()
+    size = first.learner.flat.data.numel()
+    del first
+    gc.collect()
+    reads = []
+    real_read = checkpoint_module.read_checkpoint_tensors
+
+    def watched_read(ckpt, keep):
+        gc.collect()
+        held = sum(type(o) in (torch.Tensor, torch.nn.Parameter) and o.numel() == size for o in gc.get_objects())
+        tensors = real_read(ckpt, keep)
+        reads.append((sorted(tensors), held))
+        return tensors
+
+    monkeypatch.setattr(checkpoint_module, "read_checkpoint_tensors", watched_read)
+    resumed = RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "r"), iterations=3), reward=good_rate,
+                          policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    assert [keys for keys, _ in reads][0] == ["flat"]
+    assert "flat" not in reads[1][0] and {"optim.exp_avg", "optim.exp_avg_sq"} <= set(reads[1][0])
+    assert reads[1][1] == reads[0][1]  # only the model's own parameters, not the checkpoint's too
+    restored = next(iter(resumed.learner.optimizer.state.values()))
+    stored = real_read(resolve_checkpoint(Path(logdir) / "r"), lambda k: k == "flat")["flat"]
+    assert torch.equal(resumed.learner.flat.data, stored)  # the parameters copied in before they were dropped
+    assert restored["exp_avg"].numel() == size and bool(restored["exp_avg"].abs().sum() > 0)
