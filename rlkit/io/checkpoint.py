@@ -262,17 +262,27 @@ def read_checkpoint(ckpt: Path, required: tuple[str, ...] = ()) -> tuple[dict[st
     return tensors, state
 
 
-def read_checkpoint_tensors(ckpt: Path, keep: Callable[[str], bool]) -> dict[str, torch.Tensor]:
-    """The tensors of checkpoint folder ``ckpt`` whose names ``keep`` accepts, each read on its own
-    (``pread``): a trainer restoring a large checkpoint in parts (the parameters, then Adam's
-    moments) holds only the part in hand beside its model, not the whole file at once."""
+@contextlib.contextmanager
+def checkpoint_tensors(ckpt: Path) -> Iterator[Callable[[Callable[[str], bool]], dict[str, torch.Tensor]]]:
+    """``read(keep)``: the tensors of checkpoint folder ``ckpt`` whose names ``keep`` accepts, each
+    read on its own (``pread``) from one open file. A trainer restoring a checkpoint in parts (the
+    parameters, then Adam's moments) holds only the part in hand beside its model, and every part
+    comes from the same file, even one replaced meanwhile. Unreadable: a one-line :class:`CheckpointError`."""
     from safetensors import safe_open
 
     try:
-        with safe_open(str(ckpt / "tensors.safetensors"), framework="pt", device="cpu", backend="pread") as f:
-            return {k: f.get_tensor(k) for k in f.keys() if keep(k)}
+        handle = safe_open(str(ckpt / "tensors.safetensors"), framework="pt", device="cpu", backend="pread")
     except Exception as exc:  # safetensors raises its own error type on a truncated file
         raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
+
+    def read(keep: Callable[[str], bool]) -> dict[str, torch.Tensor]:
+        try:
+            return {k: handle.get_tensor(k) for k in handle.keys() if keep(k)}
+        except Exception as exc:
+            raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
+
+    with handle:
+        yield read
 
 
 def load_checkpoint(path: str | Path, required: tuple[str, ...] = ("config",)

@@ -12,16 +12,17 @@ as the uninterrupted run (tested with a tiny model).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import torch
 
 from rlkit.core.learner import Learner, Progress
 from rlkit.errors import ConfigError
-from rlkit.io.checkpoint import read_checkpoint_tensors, restoring, save_checkpoint
+from rlkit.io.checkpoint import checkpoint_tensors, restoring, save_checkpoint
 from rlkit.rlhf.config import RLHFConfig
 from rlkit.rlhf.kl import AdaptiveKL
 from rlkit.variants.migrate import StoredRun, config_of, read_run
@@ -80,11 +81,12 @@ def load_rlhf(run_dir: Path, stored: StoredRun, learner: Learner, parts: RLHFPar
     rest (Adam's moments), so a resume never holds the parameters twice beside the moments."""
     state = stored.state
     assert state is not None
-    flat = _tensors(stored, lambda k: k == "flat")
-    with restoring(run_dir):
-        _copy_parameters(learner, flat["flat"])
-    del flat
-    rest = _tensors(stored, lambda k: k != "flat")
+    with _tensor_reader(stored) as read:
+        flat = read(lambda k: k == "flat")
+        with restoring(run_dir):
+            _copy_parameters(learner, flat["flat"])
+        del flat
+        rest = read(lambda k: k != "flat")
     with restoring(run_dir):
         learner.restore(rest, state)
         for env, rng_state in zip(parts.envs, state["env_rngs"]):
@@ -94,20 +96,30 @@ def load_rlhf(run_dir: Path, stored: StoredRun, learner: Learner, parts: RLHFPar
         return Progress.from_json(state)
 
 
-def _tensors(stored: StoredRun, keep: Callable[[str], bool]) -> dict[str, torch.Tensor]:
-    """The tensors of ``stored`` whose names ``keep`` accepts (read from its checkpoint when it holds none)."""
+@contextlib.contextmanager
+def _tensor_reader(stored: StoredRun) -> Iterator[Callable[[Callable[[str], bool]], dict[str, torch.Tensor]]]:
+    """``read(keep)``: the tensors of ``stored`` whose names ``keep`` accepts (from its checkpoint
+    folder, through one open file, when it holds none itself)."""
     if stored.tensors is not None:
-        return {k: v for k, v in stored.tensors.items() if keep(k)}
+        held = stored.tensors
+        yield lambda keep: {k: v for k, v in held.items() if keep(k)}
+        return
     assert stored.checkpoint is not None, "a stored run holds its tensors or names its checkpoint"
-    return read_checkpoint_tensors(stored.checkpoint, keep)
+    with checkpoint_tensors(stored.checkpoint) as read:
+        yield read
 
 
 def _copy_parameters(learner: Learner, flat: torch.Tensor) -> None:
-    if flat.shape != learner.flat.data.shape:
-        raise ConfigError(f"checkpoint holds {flat.numel()} trainable parameters, this model has "
-                          f"{learner.flat.data.numel()}: not the run's policy")
+    """The stored parameter vector into the learner's: another shape or dtype, or a non-finite
+    value, is refused (another run's checkpoint, or a damaged one)."""
+    own = learner.flat.data
+    if flat.shape != own.shape or flat.dtype != own.dtype:
+        raise ConfigError(f"checkpoint holds {flat.dtype} trainable parameters of shape {list(flat.shape)}, this "
+                          f"model has {own.dtype} of shape {list(own.shape)}: not the run's policy")
+    if not bool(torch.isfinite(flat).all()):
+        raise ValueError("the checkpoint's trainable parameters hold non-finite values")
     with torch.no_grad():
-        learner.flat.data.copy_(flat)
+        own.copy_(flat)
 
 
 @dataclass(frozen=True)

@@ -429,6 +429,35 @@ def test_a_resume_reads_the_checkpoints_tensors_only_once_the_model_is_built(log
     assert restored.numel() == size and bool(restored.abs().sum() > 0)
 
 
+def watch_checkpoint_reads(monkeypatch, size, between=lambda ckpt: None):
+    """Record each part ``load_rlhf`` reads: its tensor names, and how many tensors of ``size``
+    elements (the flat parameter vector's) were alive just before it; ``between(ckpt)`` runs after
+    the first part."""
+    import contextlib
+    import gc
+
+    import rlkit.rlhf.checkpoint as checkpoint_module
+
+    real = checkpoint_module.checkpoint_tensors
+    reads = []
+
+    @contextlib.contextmanager
+    def watched(ckpt):
+        with real(ckpt) as read:
+            def counted(keep):
+                gc.collect()
+                held = sum(type(o) in (torch.Tensor, torch.nn.Parameter) and o.numel() == size for o in gc.get_objects())
+                tensors = read(keep)
+                if not reads:
+                    between(ckpt)
+                reads.append((sorted(tensors), held))
+                return tensors
+            yield counted
+
+    monkeypatch.setattr(checkpoint_module, "checkpoint_tensors", watched)
+    return reads
+
+
 def test_a_resume_drops_the_checkpoints_parameters_before_it_reads_adams_moments(logdir, monkeypatch):
     """The checkpoint is read in two parts, the parameters (copied in, then dropped) and the rest:
     the stored parameters are not held beside Adam's moments (on a real model they added their
@@ -436,31 +465,66 @@ def test_a_resume_drops_the_checkpoints_parameters_before_it_reads_adams_moments
     import gc
     from pathlib import Path
 
-    import rlkit.rlhf.checkpoint as checkpoint_module
-    from rlkit.io.checkpoint import resolve_checkpoint
+    from rlkit.io.checkpoint import load_file, resolve_checkpoint
 
-    first = trainer(logdir, run_name="r", iterations=2, checkpoint_every=8 * 4)
-    first.train()
-    size = first.learner.flat.data.numel()
-    del first
+    trainer(logdir, run_name="r", iterations=2, checkpoint_every=8 * 4).train()
     gc.collect()
-    reads = []
-    real_read = checkpoint_module.read_checkpoint_tensors
-
-    def watched_read(ckpt, keep):
-        gc.collect()
-        held = sum(type(o) in (torch.Tensor, torch.nn.Parameter) and o.numel() == size for o in gc.get_objects())
-        tensors = real_read(ckpt, keep)
-        reads.append((sorted(tensors), held))
-        return tensors
-
-    monkeypatch.setattr(checkpoint_module, "read_checkpoint_tensors", watched_read)
+    stored = load_file(str(resolve_checkpoint(Path(logdir) / "r") / "tensors.safetensors"))
+    reads = watch_checkpoint_reads(monkeypatch, stored["flat"].numel())
     resumed = RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "r"), iterations=3), reward=good_rate,
                           policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
-    assert [keys for keys, _ in reads][0] == ["flat"]
+    assert reads[0][0] == ["flat"]
     assert "flat" not in reads[1][0] and {"optim.exp_avg", "optim.exp_avg_sq"} <= set(reads[1][0])
     assert reads[1][1] == reads[0][1]  # only the model's own parameters, not the checkpoint's too
     restored = next(iter(resumed.learner.optimizer.state.values()))
-    stored = real_read(resolve_checkpoint(Path(logdir) / "r"), lambda k: k == "flat")["flat"]
-    assert torch.equal(resumed.learner.flat.data, stored)  # the parameters copied in before they were dropped
-    assert restored["exp_avg"].numel() == size and bool(restored["exp_avg"].abs().sum() > 0)
+    assert torch.equal(resumed.learner.flat.data, stored["flat"])
+    assert torch.equal(restored["exp_avg"], stored["optim.exp_avg"]) and bool(restored["exp_avg"].abs().sum() > 0)
+
+
+def test_a_checkpoint_replaced_between_the_two_reads_is_restored_from_one_file(logdir, monkeypatch):
+    """Both parts come from the file opened first: another run's checkpoint renamed over it in
+    between does not mix its moments into this run's parameters."""
+    import os
+    from pathlib import Path
+
+    from rlkit.io.checkpoint import load_file, resolve_checkpoint
+
+    trainer(logdir, run_name="a", iterations=2, checkpoint_every=8 * 4).train()
+    trainer(logdir, run_name="b", seed=2, iterations=2, checkpoint_every=8 * 4).train()
+    own = load_file(str(resolve_checkpoint(Path(logdir) / "a") / "tensors.safetensors"))
+    other = resolve_checkpoint(Path(logdir) / "b") / "tensors.safetensors"
+    reads = watch_checkpoint_reads(monkeypatch, own["flat"].numel(),
+                                   lambda ckpt: os.replace(other, ckpt / "tensors.safetensors"))
+    resumed = RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "a"), iterations=3), reward=good_rate,
+                          policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    assert len(reads) == 2
+    restored = next(iter(resumed.learner.optimizer.state.values()))
+    assert torch.equal(resumed.learner.flat.data, own["flat"])
+    assert torch.equal(restored["exp_avg"], own["optim.exp_avg"])
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda flat: flat.fill_(float("nan")), "non-finite values"),
+    (lambda flat: flat.double(), "torch.float64 trainable parameters of shape"),
+    (lambda flat: flat[None], "of shape [1, "),
+])
+def test_a_checkpoints_parameters_that_cannot_be_the_runs_are_refused_in_one_line(logdir, damage, message):
+    """Non-finite, of another dtype (not converted in silence) or of another shape (the message says
+    which, not two equal counts)."""
+    from pathlib import Path
+
+    from rlkit.errors import CheckpointError
+    from rlkit.io.checkpoint import load_file, resolve_checkpoint, save_file
+
+    trainer(logdir, run_name="r", iterations=2, checkpoint_every=8 * 4).train()
+    for ckpt in (Path(logdir) / "r" / "checkpoints").iterdir():
+        if ckpt.is_dir():
+            path = str(ckpt / "tensors.safetensors")
+            tensors = load_file(path)
+            tensors["flat"] = damage(tensors["flat"]).contiguous()
+            save_file(tensors, path)
+    with pytest.raises(CheckpointError) as raised:
+        RLHFTrainer(RLHFConfig(resume=str(Path(logdir) / "r"), iterations=3), reward=good_rate,
+                    policy=tiny_lm.causal_lm(), tokenizer=tiny_lm.tokenizer(), prompts=PROMPTS)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert resolve_checkpoint(Path(logdir) / "r").is_dir()  # nothing removed
