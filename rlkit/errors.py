@@ -51,5 +51,10 @@ def one_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
+def unreadable_checkpoint(ckpt: object, exc: BaseException) -> CheckpointError:
+    """The one-line error of a checkpoint folder whose files do not read back."""
+    return CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}")
+
+
 class ObservationError(RlkitError, ValueError):
     """An observation an agent cannot act on (wrong shape, not numeric, NaN or inf)."""

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
-from rlkit.errors import CheckpointError, ConfigError, one_line
+from rlkit.errors import CheckpointError, ConfigError, one_line, unreadable_checkpoint
 from rlkit.io.files import is_partial, mode_as_created, read_json, write_json
 
 if TYPE_CHECKING:  # torch starts where tensors are read or written, not where checkpoints are only looked at
@@ -255,7 +255,7 @@ def read_checkpoint(ckpt: Path, required: tuple[str, ...] = ()) -> tuple[dict[st
         tensors = load_file(str(ckpt / "tensors.safetensors"))
         state = json.loads((ckpt / "state.json").read_text())
     except Exception as exc:  # safetensors raises its own error type on a truncated file
-        raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
+        raise unreadable_checkpoint(ckpt, exc) from None
     missing = [k for k in required if not isinstance(state, dict) or k not in state]
     if missing:
         raise CheckpointError(f"checkpoint {str(ckpt)!r} lacks {', '.join(missing)} in state.json")
@@ -273,13 +273,13 @@ def checkpoint_tensors(ckpt: Path) -> Iterator[Callable[[Callable[[str], bool]],
     try:
         handle = safe_open(str(ckpt / "tensors.safetensors"), framework="pt", device="cpu", backend="pread")
     except Exception as exc:  # safetensors raises its own error type on a truncated file
-        raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
+        raise unreadable_checkpoint(ckpt, exc) from None
 
     def read(keep: Callable[[str], bool]) -> dict[str, torch.Tensor]:
         try:
             return {k: handle.get_tensor(k) for k in handle.keys() if keep(k)}
         except Exception as exc:
-            raise CheckpointError(f"unreadable checkpoint {str(ckpt)!r}: {one_line(exc)}") from None
+            raise unreadable_checkpoint(ckpt, exc) from None
 
     with handle:
         yield read
