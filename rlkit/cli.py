@@ -271,8 +271,10 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--metric", default="final", choices=["final", "auc", "train100"],
                         help="each run's score: its last evaluation, the mean over a common step grid of its "
                         "evaluations, or the mean return of its last 100 training episodes (the PPO paper's)")
-    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax"], help="across envs: scores "
-                        "scaled by each env's random-policy and reference returns, or none (default: minmax)")
+    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax", "best-mean"], help="across "
+                        "envs: scores scaled from each env's random-policy return (0) to the spec's reference or "
+                        "the best run (1, minmax), or to the best variant's mean (1, best-mean: the PPO paper's "
+                        "Table 1), or none (default: minmax)")
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band, 100 to "
                         "1,000,000 (default: 20,000; a 95%% percentile interval needs enough of them)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "

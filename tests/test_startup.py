@@ -33,8 +33,8 @@ for argv in json.loads(sys.argv[1]):
             codes.append(main(argv))
         except SystemExit as exc:
             codes.append(exc.code)
-from rlkit.ablation import records, report
-score = report.random_return("CartPole-v1", episodes=2)  # what a report measures without the spec's scores
+from rlkit.ablation import records, references
+score = references.random_return("CartPole-v1", episodes=2)  # what a report measures without the spec's scores
 print(json.dumps(codes))
 print("{MARK}" + str("torch" in sys.modules), file=sys.stderr)
 """

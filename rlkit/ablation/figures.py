@@ -143,15 +143,17 @@ def per_env(table: pd.DataFrame, look: dict[str, Look], path: Path) -> None:
     save(fig, path)
 
 
-def aggregates(estimates: dict[str, dict[str, list]], look: dict[str, Look], path: Path) -> None:
-    """IQM, median, mean and optimality gap of the normalized scores, with their intervals."""
+def aggregates(estimates: dict[str, dict[str, list]], look: dict[str, Look], path: Path,
+               scale: str = "min-max normalized scores") -> None:
+    """IQM, median, mean and optimality gap of the normalized scores (``scale`` names how), with their
+    intervals."""
     names = list(estimates)
     metrics = [("iqm", "IQM"), ("median", "Median"), ("mean", "Mean"), ("optimality_gap", "Optimality gap")]
     fig, axes = plt.subplots(1, 4, figsize=(15, 0.42 * len(names) + 1.6), sharey=True, layout="constrained")
     for ax, (key, title) in zip(axes, metrics):
         _intervals(ax, names, {n: estimates[n][key] for n in names}, look, "normalized score")
         ax.set_title(title)
-    fig.suptitle("Across environments (min-max normalized scores), 95% stratified-bootstrap CIs")
+    fig.suptitle(f"Across environments ({scale}), 95% stratified-bootstrap CIs")
     save(fig, path)
 
 

@@ -13,58 +13,12 @@ import numpy as np
 import pandas as pd
 
 from rlkit.ablation import curves, figures, rank_tests, stats
+from rlkit.ablation.references import NORMALIZE, references
 from rlkit.ablation.report_dir import MARKER, check_out, remove_stale
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import BASELINES, expand
 from rlkit.errors import ConfigError
 from rlkit.io.files import check_writable, write_atomic, write_json
-
-
-def random_return(env_id: str, episodes: int = 10, seed: int = 10_000, env_kwargs: dict[str, Any] | None = None,
-                  wrappers: str = "") -> float:
-    """Mean return of uniformly random actions (the 'random' end of min-max normalization), on the
-    env as the runs are evaluated: under the evaluation side of their wrapper stack ``wrappers``,
-    and among the allowed actions where the env masks them (as every agent on it acts)."""
-    from rlkit.gym.evaluation import run_episodes
-    from rlkit.gym.envs import close_envs, env_gives_masks, make_env
-
-    env = make_env(env_id, env_kwargs, wrappers)
-    try:
-        space, masked = env.action_space, env_gives_masks(env, env_id)
-    finally:
-        close_envs(env, env_id)  # a close() that raises is one warning
-    space.seed(seed)
-    rng = np.random.default_rng(seed)
-
-    def act(obs: Any, action_mask: np.ndarray | None = None) -> Any:
-        return int(rng.choice(np.flatnonzero(action_mask))) if action_mask is not None else space.sample()
-
-    return run_episodes(act, env_id, episodes, seed, env_kwargs=env_kwargs, masked=masked, wrappers=wrappers).mean
-
-
-def references(scores: pd.DataFrame, given: dict[str, dict[str, float]],
-               env_kwargs: dict[str, dict[str, Any]] | None = None,
-               wrappers: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
-    """Per env: the spec's ``random``/``reference`` scores, or measured ones (a random policy's
-    return; the best run's score), saying which.
-    An env whose best run does not beat the random policy has no measured scale: it is marked
-    ``usable: False`` and left out of the normalized aggregate (give ``[reference."ENV"]``)."""
-    from rlkit.gym.envs import check_env_id
-
-    out = {}
-    for env in sorted(scores["env"].unique()):
-        if env in given:
-            out[env] = {**given[env], "source": "spec", "usable": True}
-            continue
-        check_env_id(env)
-        best = float(scores[scores.env == env]["score"].max())
-        random = random_return(env, env_kwargs=(env_kwargs or {}).get(env), wrappers=(wrappers or {}).get(env, ""))
-        out[env] = {"random": random, "reference": best, "source": "measured: random policy; best run"}
-        out[env]["usable"] = best > out[env]["random"]
-        if not out[env]["usable"]:
-            out[env]["source"] = ("not normalized: no run beats the random policy; give [reference.\"ENV\"] "
-                                  "in the spec to include it")
-    return out
 
 
 def _load(sweep: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
@@ -115,6 +69,8 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     shown = chosen(variants, spec.variants, present, baseline)
     if metric not in METRICS:
         raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if normalize not in NORMALIZE:
+        raise ConfigError(f"--normalize must be one of {', '.join(NORMALIZE)}, got {normalize!r}")
     scores = {"final": lambda: stats.final_scores(results), "auc": lambda: stats.auc_scores(results),
               "train100": lambda: stats.train100_scores(runs)}[metric]()
     broken = scores[~np.isfinite(scores["score"].to_numpy(dtype=float))]
@@ -142,8 +98,8 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     pngs = _curve_figures(results, shown, baseline, look, reps, out)
     pngs.insert(0, "per_env.png")
     figures.per_env(pd.DataFrame(summary["per_env"]), look, out / "per_env.png")
-    if normalize == "minmax":
-        pngs += _across_envs(spec, scores, present, shown, baseline, reps, summary, look, out)
+    if normalize != "none":
+        pngs += _across_envs(spec, scores, present, shown, baseline, reps, summary, look, out, normalize)
     return _finish(out, spec, runs, summary, pngs)
 
 
@@ -198,11 +154,12 @@ def _curve_figures(results: pd.DataFrame, shown: list[str], baseline: str, look:
 
 
 def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: list[str], baseline: str, reps: int,
-               summary: dict[str, Any], look: dict[str, figures.Look], out: Path) -> list[str]:
-    """The aggregate across envs of normalized scores, computed over every variant with runs
-    (``present``) and shown for ``shown``: into ``summary``; its figures' names."""
-    refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers())
-    summary["references"] = refs
+               summary: dict[str, Any], look: dict[str, figures.Look], out: Path, normalize: str) -> list[str]:
+    """The aggregate across envs of scores normalized as ``normalize`` says (:data:`NORMALIZE`),
+    computed over every variant with runs (``present``) and shown for ``shown``: into ``summary``;
+    its figures' names."""
+    refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers(), normalize)
+    summary["references"], summary["normalize"] = refs, normalize
     usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
     matrices, envs = stats.score_matrices(stats.normalize(usable, refs), present)
     summary["envs_left_out"] = stats.envs_left_out(scores, present, {e: r["usable"] for e, r in refs.items()})
@@ -216,7 +173,8 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
                    aggregate={v: aggregate[v] for v in shown if v in aggregate},
                    improvement={v: gains[v] for v in shown if v in gains})
     summary["intervals"] = rank_tests.reliability(scores[scores.variant.isin(shown)], seeds)
-    figures.aggregates(summary["aggregate"], look, out / "aggregate.png")
+    figures.aggregates(summary["aggregate"], look, out / "aggregate.png", "scores from a random policy (0) to the "
+                       "best variant's mean (1)" if normalize == "best-mean" else "min-max normalized scores")
     figures.profiles(stats.profiles(matrices, reps), shown, look, out / "profiles.png")
     pngs = ["aggregate.png", "profiles.png"]
     if summary["improvement"]:
@@ -342,7 +300,9 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
 
 
 def _aggregate(s: dict[str, Any]) -> list[str]:
-    lines = ["", "## Across environments (min-max normalized)", "",
+    scale = ("random policy 0, the best variant's mean 1" if s.get("normalize") == "best-mean"
+             else "min-max: random policy 0, reference 1")
+    lines = ["", f"## Across environments (normalized; {scale})", "",
              "References: " + "; ".join(f"{e}: random {r['random']:.1f}, reference {r['reference']:.1f} ({r['source']})"
                                         for e, r in s["references"].items()), "",
              f"Environments aggregated: {', '.join(s['envs_aggregated'])}.", *_left_out(s), "",

@@ -5,7 +5,7 @@ import gymnasium as gym
 import pandas as pd
 import pytest
 
-from rlkit.ablation.report import random_return, references
+from rlkit.ablation.references import random_return, references
 from rlkit.gym import wrappers as stacks
 
 

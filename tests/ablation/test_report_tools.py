@@ -72,7 +72,7 @@ def test_the_reports_help_names_the_tools_and_the_two_dashes_and_every_flag_has_
     text = " ".join(out.split())
     assert all(tool in text for tool in TOOLS) and "rlkit report -- NAME" in text
     entries = help_entries(out)
-    assert {"sweep_dir", "--metric {final,auc,train100}", "--normalize {none,minmax}"} <= set(entries)
+    assert {"sweep_dir", "--metric {final,auc,train100}", "--normalize {none,minmax,best-mean}"} <= set(entries)
     assert [name for name, help_text in entries.items() if not help_text] == []
 
 

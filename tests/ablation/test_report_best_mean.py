@@ -1,0 +1,61 @@
+"""``rlkit report --normalize best-mean``: the PPO paper's Table 1 scale, a random policy 0 and the
+best variant's mean score 1 on each env, beside min-max's best run or the spec's reference."""
+
+import pytest
+
+from rlkit.ablation.report import write_report
+from rlkit.cli import main
+from rlkit.errors import ConfigError
+from tests.ablation.test_hostile_sweeps import fake_sweep, strict_json
+
+# final scores: a's mean 200, b's mean 400; the spec (fake_sweep) gives random 0, reference 500
+FINALS = {("a", "CartPole-v1", 1): [100.0], ("a", "CartPole-v1", 2): [200.0], ("a", "CartPole-v1", 3): [300.0],
+          ("b", "CartPole-v1", 1): [350.0], ("b", "CartPole-v1", 2): [400.0], ("b", "CartPole-v1", 3): [450.0]}
+
+
+def aggregate_means(summary):
+    return {v: a["mean"][0] for v, a in summary["aggregate"].items()}
+
+
+def test_best_mean_puts_the_best_variants_mean_at_one_and_keeps_the_specs_random(tmp_path):
+    sweep = fake_sweep(tmp_path, FINALS)
+    summary = strict_json(write_report(str(sweep), "a", normalize="best-mean", reps=100)["summary"])
+    ref = summary["references"]["CartPole-v1"]
+    assert (ref["random"], ref["reference"], ref["usable"]) == (0.0, 400.0, True)
+    assert ref["source"] == "spec's random; the best variant's mean" and summary["normalize"] == "best-mean"
+    assert aggregate_means(summary) == pytest.approx({"a": 0.5, "b": 1.0})
+    assert "random policy 0, the best variant's mean 1" in (sweep / "report" / "report.md").read_text()
+
+
+def test_minmax_keeps_the_specs_reference_on_the_same_runs(tmp_path):
+    sweep = fake_sweep(tmp_path, FINALS)
+    summary = strict_json(write_report(str(sweep), "a", reps=100)["summary"])
+    assert summary["references"]["CartPole-v1"]["reference"] == 500.0
+    assert aggregate_means(summary) == pytest.approx({"a": 0.4, "b": 0.8})
+    assert "min-max: random policy 0, reference 1" in (sweep / "report" / "report.md").read_text()
+
+
+def test_best_mean_without_spec_scores_measures_the_random_policy(tmp_path):
+    sweep = fake_sweep(tmp_path, FINALS, reference=False)
+    ref = strict_json(write_report(str(sweep), "a", normalize="best-mean", reps=100)["summary"])["references"]
+    assert ref["CartPole-v1"]["source"] == "measured: random policy; the best variant's mean"
+    assert 5.0 < ref["CartPole-v1"]["random"] < 100.0 and ref["CartPole-v1"]["reference"] == 400.0
+
+
+def test_an_env_where_no_variants_mean_beats_random_is_left_out(tmp_path):
+    finals = {("a", "CartPole-v1", 1): [-5.0], ("a", "CartPole-v1", 2): [3.0], ("b", "CartPole-v1", 1): [-1.0],
+              ("b", "CartPole-v1", 2): [-2.0]}  # a's best run beats the spec's random 0, no mean does
+    summary = strict_json(write_report(str(fake_sweep(tmp_path, finals)), "a", normalize="best-mean",
+                                       reps=100)["summary"])
+    ref = summary["references"]["CartPole-v1"]
+    assert not ref["usable"] and ref["source"] == "not normalized: no variant's mean beats the random policy"
+    assert "aggregate" not in summary
+
+
+def test_an_unknown_normalization_is_one_line(tmp_path, capsys):
+    sweep = fake_sweep(tmp_path, FINALS)
+    with pytest.raises(ConfigError, match="--normalize must be one of minmax, best-mean, none, got 'best'"):
+        write_report(str(sweep), "a", normalize="best", reps=100)
+    assert main(["report", str(sweep), "--normalize", "best"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("rlkit: error: argument --normalize: invalid choice: 'best'")
