@@ -12,9 +12,9 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-cache-dir --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q --no-cache-dir "$(TORCH_SPEC)"
+	$(PY) -m pip install -q --no-cache-dir -e ".[dev]"  # no wheel cache: the venv is the only copy on disk
 	@touch $@
 
 demo: setup
