@@ -1,0 +1,72 @@
+"""A committed report beside its rerun: how many evaluations came out equal, and every statistic a
+reading quotes (per env IQM, the aggregate IQM and P(> baseline)) committed -> rerun.
+
+    python experiments/compare_reruns.py COMMITTED_DIR RERUN_DIR
+
+Each folder holds a report's ``results.csv`` and ``summary.json`` (as ``experiments/*/`` and
+``experiments/*/reruns/*`` do). The tables are printed as Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+KEYS = ["variant", "env", "seed", "step"]
+
+
+def equal_evaluations(old: pd.DataFrame, new: pd.DataFrame) -> str:
+    """'N of M' evaluations (variant, env, seed, step) of the committed run whose mean return the
+    rerun repeats exactly, for rlkit and for the baselines."""
+    both = old.merge(new, on=KEYS, how="left", suffixes=("", "_new"))
+    same = both["eval_return_mean"] == both["eval_return_mean_new"]
+    mine = both["kind"] == "rlkit"
+    text = f"{int(same.sum())} of {len(both)}"
+    if (~mine).any():
+        text += f" (rlkit {int(same[mine].sum())} of {int(mine.sum())}, baselines {int(same[~mine].sum())} of {int((~mine).sum())})"
+    return text
+
+
+def interval(value: list[float] | None, digits: int) -> str:
+    return "—" if not value else f"{value[0]:.{digits}f} [{value[1]:.{digits}f}, {value[2]:.{digits}f}]"
+
+
+def per_env(old: dict, new: dict) -> list[str]:
+    rows = ["| env | variant | committed IQM | rerun IQM |", "|---|---|---|---|"]
+    rerun = {(r["env"], r["variant"]): r for r in new["per_env"]}
+    for r in old["per_env"]:
+        n = rerun.get((r["env"], r["variant"]))
+        after = interval([n["iqm"], n["iqm_low"], n["iqm_high"]], 1) if n else "—"
+        rows.append(f"| {r['env']} | {r['variant']} | {interval([r['iqm'], r['iqm_low'], r['iqm_high']], 1)} | {after} |")
+    return rows
+
+
+def aggregate(old: dict, new: dict) -> list[str]:
+    if "aggregate" not in old:
+        return []
+    rows = ["", f"Across envs (baseline {old['baseline']}):", "",
+            "| variant | committed IQM | rerun IQM | committed P(> baseline) | rerun P(> baseline) |", "|---|---|---|---|---|"]
+    for v, a in old["aggregate"].items():
+        b = new.get("aggregate", {}).get(v)
+        rows.append(f"| {v} | {interval(a['iqm'], 3)} | {interval(b['iqm'], 3) if b else '—'} | "
+                    f"{interval(old['improvement'].get(v), 2)} | {interval(new.get('improvement', {}).get(v), 2)} |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("committed", type=Path, help="the committed report's folder")
+    parser.add_argument("rerun", type=Path, help="the rerun's folder")
+    args = parser.parse_args()
+    old, new = (pd.read_csv(d / "results.csv") for d in (args.committed, args.rerun))
+    old_s, new_s = (json.loads((d / "summary.json").read_text()) for d in (args.committed, args.rerun))
+    lines = [f"Evaluations equal to the committed run's: {equal_evaluations(old, new)}.", "",
+             *per_env(old_s, new_s), *aggregate(old_s, new_s)]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

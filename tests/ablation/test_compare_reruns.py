@@ -1,0 +1,39 @@
+"""experiments/compare_reruns.py: the committed report beside its rerun, as the readings quote it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HEADER = "variant,env,seed,kind,step,wall_s,eval_return_mean,eval_return_std\n"
+
+
+def report(folder: Path, rows: list[str], per_env: list[dict], aggregate: dict | None = None) -> Path:
+    folder.mkdir()
+    (folder / "results.csv").write_text(HEADER + "".join(r + "\n" for r in rows))
+    summary = {"baseline": "sb3:ppo", "per_env": per_env}
+    if aggregate:
+        summary.update(aggregate=aggregate, improvement={"ppo": [0.6, 0.4, 0.8]})
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def env_row(variant: str, iqm: float) -> dict:
+    return {"env": "E", "variant": variant, "iqm": iqm, "iqm_low": iqm - 1, "iqm_high": iqm + 1}
+
+
+def test_it_counts_the_equal_evaluations_and_sets_each_statistic_beside_its_rerun(tmp_path):
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,5.0,0", "ppo,E,1,rlkit,20,2.0,6.0,0",
+                                    "sb3:ppo,E,1,sb3,10,1.0,4.0,0"], [env_row("ppo", 6.0), env_row("sb3:ppo", 4.0)],
+                 {"ppo": {"iqm": [0.9, 0.8, 1.0]}, "sb3:ppo": {"iqm": [0.7, 0.6, 0.8]}})
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.5,5.0,0", "ppo,E,1,rlkit,20,2.5,6.5,0",
+                                    "sb3:ppo,E,1,sb3,10,1.1,4.0,0"], [env_row("ppo", 6.5)],
+                 {"ppo": {"iqm": [0.85, 0.7, 0.95]}})
+    out = subprocess.run([sys.executable, str(ROOT / "experiments" / "compare_reruns.py"), str(old), str(new)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "Evaluations equal to the committed run's: 2 of 3 (rlkit 1 of 2, baselines 1 of 1)."
+    assert "| E | ppo | 6.0 [5.0, 7.0] | 6.5 [5.5, 7.5] |" in out
+    assert "| E | sb3:ppo | 4.0 [3.0, 5.0] | — |" in out  # no rerun of it: a dash, not a made-up number
+    assert "| ppo | 0.900 [0.800, 1.000] | 0.850 [0.700, 0.950] | 0.60 [0.40, 0.80] | 0.60 [0.40, 0.80] |" in out
+    assert "| sb3:ppo | 0.700 [0.600, 0.800] | — | — | — |" in out
