@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -21,8 +22,9 @@ KEYS = ["variant", "env", "seed", "step"]
 def equal_evaluations(old: pd.DataFrame, new: pd.DataFrame) -> str:
     """'N of M' evaluations (variant, env, seed, step) of the committed run whose mean return the
     rerun repeats exactly, for rlkit and for the baselines."""
-    both = old.merge(new, on=KEYS, how="left", suffixes=("", "_new"))
-    same = both["eval_return_mean"] == both["eval_return_mean_new"]
+    both = old.merge(new, on=KEYS, how="left", suffixes=("", "_new"), indicator=True)
+    a, b = both["eval_return_mean"], both["eval_return_mean_new"]
+    same = (a == b) | (a.isna() & b.isna() & (both["_merge"] == "both"))  # a NaN the rerun repeats is equal
     mine = both["kind"] == "rlkit"
     text = f"{int(same.sum())} of {len(both)}"
     if (~mine).any():
@@ -56,13 +58,32 @@ def aggregate(old: dict, new: dict) -> list[str]:
     return rows
 
 
+DEFAULTS = {"metric": "final", "normalize": "minmax", "baseline": None}
+"""What a summary.json written before a field existed meant by leaving it out."""
+
+
+def fail(message: str) -> None:
+    print(f"compare_reruns: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def read(folder: Path) -> tuple[pd.DataFrame, dict]:
+    try:
+        return pd.read_csv(folder / "results.csv"), json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError) as exc:
+        fail(f"{folder}: {exc}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("committed", type=Path, help="the committed report's folder")
     parser.add_argument("rerun", type=Path, help="the rerun's folder")
     args = parser.parse_args()
-    old, new = (pd.read_csv(d / "results.csv") for d in (args.committed, args.rerun))
-    old_s, new_s = (json.loads((d / "summary.json").read_text()) for d in (args.committed, args.rerun))
+    (old, old_s), (new, new_s) = read(args.committed), read(args.rerun)
+    differ = [k for k, v in DEFAULTS.items() if old_s.get(k, v) != new_s.get(k, v)]
+    if differ:
+        fail(f"the two reports differ in {', '.join(differ)}: their statistics are not comparable (report the "
+             "rerun as the committed report was)")
     lines = [f"Evaluations equal to the committed run's: {equal_evaluations(old, new)}.", "",
              *per_env(old_s, new_s), *aggregate(old_s, new_s)]
     print("\n".join(lines))

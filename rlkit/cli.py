@@ -274,7 +274,7 @@ def _report(argv: list[str]) -> int:
     parser.add_argument("--normalize", default="minmax", choices=["none", "minmax", "best-mean"], help="across "
                         "envs: scores scaled from each env's random-policy return (0) to the spec's reference or "
                         "the best run (1, minmax), or to the best variant's mean (1, best-mean: the PPO paper's "
-                        "Table 1), or none (default: minmax)")
+                        "Table 1; the spec's random, never its reference), or none (default: minmax)")
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band, 100 to "
                         "1,000,000 (default: 20,000; a 95%% percentile interval needs enough of them)")
     parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "

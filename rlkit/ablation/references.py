@@ -53,20 +53,36 @@ def references(scores: pd.DataFrame, given: dict[str, dict[str, float]],
         if env in given and normalize == "minmax":
             out[env] = {**given[env], "source": "spec", "usable": True}
             continue
-        mine = scores[scores.env == env]
-        if normalize == "best-mean":
-            best, what = float(mine.groupby("variant")["score"].mean().max()), "the best variant's mean"
-        else:
-            best, what = float(mine["score"].max()), "best run"
         if env in given:
-            random, source = float(given[env]["random"]), f"spec's random; {what}"
+            random, source = float(given[env]["random"]), "spec's random"
         else:
             check_env_id(env)
             random = random_return(env, env_kwargs=(env_kwargs or {}).get(env), wrappers=(wrappers or {}).get(env, ""))
-            source = f"measured: random policy; {what}"
-        out[env] = {"random": random, "reference": best, "source": source, "usable": best > random}
-        if not out[env]["usable"]:
-            out[env]["source"] = ("not normalized: no variant's mean beats the random policy" if normalize == "best-mean"
-                                  else "not normalized: no run beats the random policy; give [reference.\"ENV\"] "
-                                       "in the spec to include it")
+            source = "measured: random policy"
+        out[env] = _scale(scores[scores.env == env], random, source, normalize)
+    return out
+
+
+def best_mean_over(runs: pd.DataFrame, refs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``refs`` (of ``best-mean``) with each env of ``runs`` scaled to the best variant's mean over
+    ``runs`` alone: the runs an aggregate holds, so that its best variant's mean is exactly 1."""
+    out = dict(refs)
+    for env in sorted(runs["env"].unique()):
+        out[env] = _scale(runs[runs.env == env], refs[env]["random"], refs[env]["origin"], "best-mean")
+    return out
+
+
+def _scale(runs: pd.DataFrame, random: float, source: str, normalize: str) -> dict[str, Any]:
+    """One env's scale from ``random`` to the best run (``minmax``) or the best variant's mean."""
+    if normalize == "best-mean":
+        means = runs.groupby("variant")["score"].mean()
+        best, what = float(means.max()), f"the best variant's mean ({means.idxmax()})"
+    else:
+        best, what = float(runs["score"].max()), "best run"
+    out = {"random": random, "reference": best, "source": f"{source}; {what}", "usable": best > random,
+           "origin": source}  # origin: where the random end comes from
+    if not out["usable"]:
+        out["source"] = ("not normalized: no variant's mean beats the random policy" if normalize == "best-mean"
+                         else "not normalized: no run beats the random policy; give [reference.\"ENV\"] "
+                              "in the spec to include it")
     return out

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rlkit.ablation import curves, figures, rank_tests, stats
-from rlkit.ablation.references import NORMALIZE, references
+from rlkit.ablation.references import NORMALIZE, best_mean_over, references
 from rlkit.ablation.report_dir import MARKER, check_out, remove_stale
 from rlkit.ablation.results import read_manifest, write_tables
 from rlkit.ablation.spec import BASELINES, expand
@@ -161,8 +161,15 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
     refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers(), normalize)
     summary["references"], summary["normalize"] = refs, normalize
     usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
+    if normalize == "best-mean" and not usable.empty:  # the 1: the best mean over the runs aggregated
+        usable = stats.aggregated_runs(usable, present)
+        refs = summary["references"] = best_mean_over(usable, refs)
+        usable = usable[usable.env.map(lambda e: refs[e]["usable"])]
     matrices, envs = stats.score_matrices(stats.normalize(usable, refs), present)
-    summary["envs_left_out"] = stats.envs_left_out(scores, present, {e: r["usable"] for e, r in refs.items()})
+    summary["envs_left_out"] = stats.envs_left_out(scores, present, {e: r["usable"] for e, r in refs.items()},
+                                                   "no variant's mean beats the random policy" if normalize ==
+                                                   "best-mean" else "no run beats the random policy")
+    summary["runs_left_out"] = _runs_left_out(scores[scores.env.isin(envs)], matrices, envs)
     if not envs:
         summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"
         return []
@@ -181,6 +188,15 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
         figures.improvement(summary["improvement"], baseline, look, out / "improvement.png")
         pngs.append("improvement.png")
     return pngs
+
+
+def _runs_left_out(scores: pd.DataFrame, matrices: dict[str, np.ndarray], envs: list[str]) -> list[str]:
+    """The runs on aggregated envs that the aggregate leaves out: seeds that did not finish on
+    every one of ``envs`` (rliable needs a full [runs, envs] matrix)."""
+    kept = stats.aggregated_runs(scores, list(matrices)) if envs else scores.iloc[:0]
+    dropped = scores.drop(kept.index)
+    return [f"{r.variant} / {r.env} / seed {r.seed}" for r in dropped.sort_values(["variant", "env", "seed"])
+            .itertuples()]
 
 
 def _finish(out: Path, spec: Any, runs: pd.DataFrame, summary: dict[str, Any], pngs: list[str]) -> dict[str, Any]:
@@ -332,7 +348,11 @@ def _mean_se(r: dict[str, Any]) -> str:
 def _left_out(s: dict[str, Any]) -> list[str]:
     """The line naming the envs the aggregate leaves out, and why (none when it leaves none out)."""
     out = s.get("envs_left_out")
-    return ["Left out of the aggregate: " + "; ".join(f"{e} ({why})" for e, why in out.items()) + "."] if out else []
+    lines = ["Left out of the aggregate: " + "; ".join(f"{e} ({why})" for e, why in out.items()) + "."] if out else []
+    if s.get("runs_left_out"):
+        lines.append("Runs left out of the aggregate (their seed did not finish on every env aggregated): " +
+                     ", ".join(s["runs_left_out"]) + ".")
+    return lines
 
 
 def _rank_tests(t: dict[str, Any] | None) -> list[str]:

@@ -73,14 +73,24 @@ def score_matrices(scores: pd.DataFrame, variants: list[str]) -> tuple[dict[str,
     return matrices, envs
 
 
-def envs_left_out(scores: pd.DataFrame, variants: list[str], usable: dict[str, bool]) -> dict[str, str]:
+def aggregated_runs(scores: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
+    """The rows of ``scores`` that :func:`score_matrices` keeps: on the envs every variant has runs
+    on, each variant's seeds that finished on every one of those envs."""
+    envs = set.intersection(*(set(scores[scores.variant == v].env) for v in variants))
+    rows = scores[scores.variant.isin(variants) & scores.env.isin(envs)]
+    return rows[rows.groupby(["variant", "seed"])["env"].transform("nunique") == len(envs)]
+
+
+def envs_left_out(scores: pd.DataFrame, variants: list[str], usable: dict[str, bool],
+                  unusable: str = "no run beats the random policy") -> dict[str, str]:
     """``{env: why}`` for each env of ``scores`` that the aggregate across envs of ``variants``
-    leaves out: no usable reference (``usable[env]`` False), or variants without finished runs there."""
+    leaves out: no usable reference (``usable[env]`` False, ``unusable`` says why), or variants
+    without finished runs there."""
     out = {}
     for env in sorted(scores["env"].unique()):
         missing = [v for v in variants if not (scores[scores.env == env].variant == v).any()]
         if not usable[env]:
-            out[env] = "no run beats the random policy (no reference to normalize by)"
+            out[env] = f"{unusable} (no reference to normalize by)"
         elif missing:
             out[env] = f"no finished runs of {', '.join(missing)}"
     return out

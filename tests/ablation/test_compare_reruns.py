@@ -37,3 +37,27 @@ def test_it_counts_the_equal_evaluations_and_sets_each_statistic_beside_its_reru
     assert "| E | sb3:ppo | 4.0 [3.0, 5.0] | — |" in out  # no rerun of it: a dash, not a made-up number
     assert "| ppo | 0.900 [0.800, 1.000] | 0.850 [0.700, 0.950] | 0.60 [0.40, 0.80] | 0.60 [0.40, 0.80] |" in out
     assert "| sb3:ppo | 0.700 [0.600, 0.800] | — | — | — |" in out
+
+
+def compare(*folders):
+    return subprocess.run([sys.executable, str(ROOT / "experiments" / "compare_reruns.py"), *map(str, folders)],
+                          capture_output=True, text=True)
+
+
+def test_a_nan_evaluation_the_rerun_repeats_counts_as_equal_and_a_missing_one_does_not(tmp_path):
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,nan,0", "ppo,E,1,rlkit,20,2.0,nan,0"], [env_row("ppo", 1)])
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.0,nan,0"], [env_row("ppo", 1)])
+    assert compare(old, new).stdout.splitlines()[0] == "Evaluations equal to the committed run's: 1 of 2."
+
+
+def test_reports_of_another_metric_normalization_or_baseline_are_refused_in_one_line(tmp_path):
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)])
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)])
+    summary = json.loads((new / "summary.json").read_text())
+    (new / "summary.json").write_text(json.dumps({**summary, "metric": "train100", "normalize": "best-mean"}))
+    done = compare(old, new)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == ("compare_reruns: error: the two reports differ in metric, normalize: their "
+                                   "statistics are not comparable (report the rerun as the committed report was)")
+    gone = compare(old, tmp_path / "missing")
+    assert gone.returncode == 2 and len(gone.stderr.strip().splitlines()) == 1 and "missing" in gone.stderr

@@ -22,7 +22,7 @@ def test_best_mean_puts_the_best_variants_mean_at_one_and_keeps_the_specs_random
     summary = strict_json(write_report(str(sweep), "a", normalize="best-mean", reps=100)["summary"])
     ref = summary["references"]["CartPole-v1"]
     assert (ref["random"], ref["reference"], ref["usable"]) == (0.0, 400.0, True)
-    assert ref["source"] == "spec's random; the best variant's mean" and summary["normalize"] == "best-mean"
+    assert ref["source"] == "spec's random; the best variant's mean (b)" and summary["normalize"] == "best-mean"
     assert aggregate_means(summary) == pytest.approx({"a": 0.5, "b": 1.0})
     assert "random policy 0, the best variant's mean 1" in (sweep / "report" / "report.md").read_text()
 
@@ -38,7 +38,7 @@ def test_minmax_keeps_the_specs_reference_on_the_same_runs(tmp_path):
 def test_best_mean_without_spec_scores_measures_the_random_policy(tmp_path):
     sweep = fake_sweep(tmp_path, FINALS, reference=False)
     ref = strict_json(write_report(str(sweep), "a", normalize="best-mean", reps=100)["summary"])["references"]
-    assert ref["CartPole-v1"]["source"] == "measured: random policy; the best variant's mean"
+    assert ref["CartPole-v1"]["source"] == "measured: random policy; the best variant's mean (b)"
     assert 5.0 < ref["CartPole-v1"]["random"] < 100.0 and ref["CartPole-v1"]["reference"] == 400.0
 
 
@@ -50,6 +50,8 @@ def test_an_env_where_no_variants_mean_beats_random_is_left_out(tmp_path):
     ref = summary["references"]["CartPole-v1"]
     assert not ref["usable"] and ref["source"] == "not normalized: no variant's mean beats the random policy"
     assert "aggregate" not in summary
+    assert summary["envs_left_out"] == {"CartPole-v1": "no variant's mean beats the random policy (no reference to "
+                                                       "normalize by)"}
 
 
 def test_an_unknown_normalization_is_one_line(tmp_path, capsys):
@@ -59,3 +61,19 @@ def test_an_unknown_normalization_is_one_line(tmp_path, capsys):
     assert main(["report", str(sweep), "--normalize", "best"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("rlkit: error: argument --normalize: invalid choice: 'best'")
+
+
+def test_on_a_partial_sweep_the_one_is_the_best_mean_over_the_runs_aggregated(tmp_path):
+    """b's seed 3 has no Acrobot run: the aggregate leaves its CartPole run out (rliable needs a full
+    matrix), so the 1 is b's mean over the runs aggregated, and the report names the run left out."""
+    envs = ("CartPole-v1", "Acrobot-v1")
+    finals = {("a", e, s): [100.0 * s] for e in envs for s in (1, 2, 3)}
+    finals.update({("b", "CartPole-v1", s): [v] for s, v in ((1, 400.0), (2, 500.0), (3, 100.0))})
+    finals.update({("b", "Acrobot-v1", s): [v] for s, v in ((1, 400.0), (2, 500.0))})
+    sweep = fake_sweep(tmp_path, finals, envs=envs)
+    summary = strict_json(write_report(str(sweep), "a", normalize="best-mean", reps=100)["summary"])
+    assert summary["references"]["CartPole-v1"]["reference"] == 450.0 and summary["seeds_aggregated"]["b"] == 2
+    assert aggregate_means(summary)["b"] == pytest.approx(1.0)
+    assert summary["runs_left_out"] == ["b / CartPole-v1 / seed 3"]
+    assert "Runs left out of the aggregate (their seed did not finish on every env aggregated): b / CartPole-v1 / " \
+           "seed 3." in (sweep / "report" / "report.md").read_text()
