@@ -1,0 +1,69 @@
+"""Does a run train to the same numbers as at an earlier revision, on this machine? Trains
+``rlkit train ARGS`` with the code of REV (a temporary ``git worktree``) and with the current code,
+one after the other, and compares the two evaluation histories number for number.
+
+    python checks/same_run_as.py REV -- --preset cartpole --seed 1 --total-steps 100000 --eval-every 10000
+
+A committed report made on another machine differs from a rerun here in its digits (floats round
+differently between CPU kinds); this check tells that apart from a change of the code: equal
+histories here mean REV's code and the current code compute the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def train(code: Path, args: list[str], logdir: Path) -> list[list[float]]:
+    """The evaluation history ``[[step, mean, std], ...]`` of ``rlkit train ARGS`` run with the
+    package at ``code`` (from a folder outside any checkout, so that no other rlkit is imported)."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run([sys.executable, "-c", TRAIN, "train", *args, "--logdir", str(logdir)], cwd=logdir.parent,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"same_run_as: error: rlkit train at {code} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])["eval_history"]
+
+
+def differences(before: list[list[float]], after: list[list[float]]) -> list[str]:
+    """The evaluations (by step) whose numbers differ, or that one history has and the other not."""
+    a, b = ({row[0]: row[1:] for row in h} for h in (before, after))
+    return [f"step {s}: {a.get(s)} -> {b.get(s)}" for s in sorted(set(a) | set(b)) if a.get(s) != b.get(s)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rev", help="the earlier revision (a commit, tag or branch); after it, -- and rlkit "
+                        "train's arguments")
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, train_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
+    with tempfile.TemporaryDirectory(prefix="same-run-") as tmp:
+        tree = Path(tmp) / "tree"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.rev], check=True,
+                       capture_output=True)
+        try:
+            (Path(tmp) / "runs").mkdir()
+            before = train(tree, train_args, Path(tmp) / "runs" / "before")
+            after = train(ROOT, train_args, Path(tmp) / "runs" / "after")
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    diff = differences(before, after)
+    print(json.dumps({"rev": args.rev, "args": train_args, "evaluations": len(after), "same": not diff,
+                      "final": {"rev": before[-1][1:] if before else None, "current": after[-1][1:] if after else None}}))
+    for line in diff:
+        print(line)
+    return 0 if not diff else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
