@@ -3,6 +3,11 @@
 one after the other, and compares the two evaluation histories number for number.
 
     python checks/same_run_as.py REV -- --preset cartpole --seed 1 --total-steps 100000 --eval-every 10000
+    python checks/same_run_as.py --manifest experiments/hp3o/results/manifest.json --run hp3o__CartPole-v1__s1
+
+With ``--manifest``, the run's config as the sweep recorded it becomes ``rlkit train``'s flags, and
+REV defaults to the commit the sweep recorded (``--total-steps N`` shortens the run, evaluating at
+least twice).
 
 A committed report made on another machine differs from a rerun here in its digits (floats round
 differently between CPU kinds); this check tells that apart from a change of the code: equal
@@ -21,6 +26,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
+NOT_FLAGS = ("logdir", "run_name", "resume", "progress", "hparams")
+"""Fields of a recorded run config that say where and how it was shown, not what it computes."""
+
+
+def flags(config: dict, total_steps: int | None = None) -> list[str]:
+    """``rlkit train`` flags that give ``config`` (a run's config as a sweep's manifest records it)."""
+    if total_steps is not None:
+        config = {**config, "total_steps": total_steps, "eval_every": min(config["eval_every"], total_steps // 2)}
+    out: list[str] = []
+    for key, value in config.items():
+        name = "--" + key.replace("_", "-")
+        if key in NOT_FLAGS or value is None or value == "":
+            continue
+        if isinstance(value, bool):
+            out.append(name if value else "--no-" + key.replace("_", "-"))
+        elif isinstance(value, list):
+            out += [name, *map(str, value)]
+        else:
+            out += [name, str(value)]
+    return out
+
+
+def from_manifest(path: Path, run: str, total_steps: int | None) -> tuple[str, list[str]]:
+    """The commit a sweep recorded and the train flags of its run ``run``."""
+    manifest = json.loads(path.read_text())
+    if run not in manifest["runs"]:
+        raise SystemExit(f"same_run_as: error: {path} has no run {run!r}")
+    kind, config = manifest["runs"][run]
+    if kind != "rlkit":
+        raise SystemExit(f"same_run_as: error: {run} is a {kind} run, not one of rlkit's")
+    return manifest["git_commit"], flags(config, total_steps)
 
 
 def train(code: Path, args: list[str], logdir: Path) -> list[list[float]]:
@@ -42,11 +78,21 @@ def differences(before: list[list[float]], after: list[list[float]]) -> list[str
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("rev", help="the earlier revision (a commit, tag or branch); after it, -- and rlkit "
-                        "train's arguments")
+    parser.add_argument("rev", nargs="?", action="store", help="the earlier revision (a commit, tag or branch); "
+                        "after it, -- and rlkit train's arguments")
+    parser.add_argument("--manifest", type=Path, help="a sweep's manifest.json: train its run --run")
+    parser.add_argument("--run", help="the run's name in the manifest (e.g. ppo__CartPole-v1__s1)")
+    parser.add_argument("--total-steps", type=int, help="with --manifest: a shorter run")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     args, train_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
+    if args.manifest is not None:
+        if not args.run:
+            parser.error("--manifest needs --run")
+        recorded, train_args = from_manifest(args.manifest, args.run, args.total_steps)
+        args.rev = args.rev or recorded
+    elif not args.rev:
+        parser.error("give REV -- TRAIN_ARGS, or --manifest M --run NAME")
     with tempfile.TemporaryDirectory(prefix="same-run-") as tmp:
         tree = Path(tmp) / "tree"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), args.rev], check=True,

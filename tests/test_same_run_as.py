@@ -33,3 +33,23 @@ def test_the_current_revision_trains_the_same_run_as_itself():
     assert found["same"] and found["evaluations"] == 2 and found["final"]["rev"] == found["final"]["current"]
     worktrees = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
     assert "same-run-" not in worktrees  # the temporary worktree is gone
+
+
+def test_a_recorded_config_becomes_the_flags_that_give_it():
+    config = {"env": "Hopper-v5", "seed": 3, "anneal_lr": True, "norm_obs": False, "hidden_sizes": [64, 64],
+              "target_kl": None, "env_kwargs": "", "logdir": "runs", "progress": True, "total_steps": 300000,
+              "eval_every": 50000}
+    assert same_run_as.flags(config) == ["--env", "Hopper-v5", "--seed", "3", "--anneal-lr", "--no-norm-obs",
+                                         "--hidden-sizes", "64", "64", "--total-steps", "300000",
+                                         "--eval-every", "50000"]
+    short = same_run_as.flags(config, total_steps=20000)
+    assert short[-4:] == ["--total-steps", "20000", "--eval-every", "10000"]
+
+
+def test_a_manifest_run_that_is_not_rlkits_or_not_there_is_refused(tmp_path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"git_commit": "abc", "runs": {"sb3-ppo__E__s1": ["sb3", {}]}}))
+    with pytest.raises(SystemExit, match="is a sb3 run"):
+        same_run_as.from_manifest(manifest, "sb3-ppo__E__s1", None)
+    with pytest.raises(SystemExit, match="has no run 'x'"):
+        same_run_as.from_manifest(manifest, "x", None)
