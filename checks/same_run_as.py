@@ -26,19 +26,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
-NOT_FLAGS = ("logdir", "run_name", "resume", "progress", "hparams")
-"""Fields of a recorded run config that say where and how it was shown, not what it computes."""
+SPEC_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
+"""A sweep spec's keys that are not a run's fields."""
 
 
-def flags(config: dict, total_steps: int | None = None) -> list[str]:
-    """``rlkit train`` flags that give ``config`` (a run's config as a sweep's manifest records it)."""
-    if total_steps is not None:
-        config = {**config, "total_steps": total_steps, "eval_every": min(config["eval_every"], total_steps // 2)}
+def flags(fields: dict) -> list[str]:
+    """``rlkit train`` flags that set ``fields`` (run config fields, by name)."""
     out: list[str] = []
-    for key, value in config.items():
+    for key, value in fields.items():
         name = "--" + key.replace("_", "-")
-        if key in NOT_FLAGS or value is None or value == "":
-            continue
         if isinstance(value, bool):
             out.append(name if value else "--no-" + key.replace("_", "-"))
         elif isinstance(value, list):
@@ -48,25 +44,47 @@ def flags(config: dict, total_steps: int | None = None) -> list[str]:
     return out
 
 
+def _presets(table: dict) -> tuple[list[str], dict]:
+    presets = table.get("presets", table.get("preset", []))
+    return ([presets] if isinstance(presets, str) else list(presets)), {
+        k: v for k, v in table.items() if k not in ("presets", "preset")}
+
+
 def from_manifest(path: Path, run: str, total_steps: int | None) -> tuple[str, list[str]]:
-    """The commit a sweep recorded and the train flags of its run ``run``."""
+    """The commit a sweep recorded and the train flags of its run ``run``, as its spec builds it:
+    the env's presets (else the spec's) and the variant's, then the spec's fields, the env's and the
+    variant's (``total_steps`` shortens it, evaluating at least twice)."""
     manifest = json.loads(path.read_text())
     if run not in manifest["runs"]:
         raise SystemExit(f"same_run_as: error: {path} has no run {run!r}")
     kind, config = manifest["runs"][run]
-    if kind != "rlkit":
-        raise SystemExit(f"same_run_as: error: {run} is a {kind} run, not one of rlkit's")
-    return manifest["git_commit"], flags(config, total_steps)
+    spec, variant = manifest["spec"], run.split("__")[0]
+    if kind != "rlkit" or variant not in spec["variants"]:
+        raise SystemExit(f"same_run_as: error: {run} is not a plain rlkit variant's run (a {kind} run or a grid "
+                         "point)")
+    top_presets, top = _presets({k: v for k, v in spec.items() if k not in SPEC_KEYS or k == "preset"})
+    env_presets, env_fields = _presets(spec.get("env", {}).get(config["env"], {}))
+    var_presets, var_fields = _presets(spec["variants"][variant])
+    fields = {**top, **env_fields, **var_fields, "env": config["env"], "seed": config["seed"]}
+    if total_steps is not None:
+        fields.update(total_steps=total_steps, eval_every=min(fields.get("eval_every", total_steps), total_steps // 2))
+    presets = (env_presets or top_presets) + var_presets
+    return manifest["git_commit"], (["--preset", *presets] if presets else []) + flags(fields)
+
+
+def run_code(code: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """``rlkit ARGS`` with the package at ``code``, from ``cwd`` (a folder outside any checkout, so
+    that no other rlkit is imported)."""
+    env = {**os.environ, "PYTHONPATH": str(code), "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-c", TRAIN, *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
 def train(code: Path, args: list[str], logdir: Path) -> list[list[float]]:
     """The evaluation history ``[[step, mean, std], ...]`` of ``rlkit train ARGS`` run with the
-    package at ``code`` (from a folder outside any checkout, so that no other rlkit is imported)."""
-    env = {**os.environ, "PYTHONPATH": str(code)}
-    done = subprocess.run([sys.executable, "-c", TRAIN, "train", *args, "--logdir", str(logdir)], cwd=logdir.parent,
-                          env=env, capture_output=True, text=True)
+    package at ``code``."""
+    done = run_code(code, ["train", *args, "--logdir", str(logdir)], logdir.parent)
     if done.returncode != 0:
-        raise SystemExit(f"same_run_as: error: rlkit train at {code} failed: {done.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(f"same_run_as: error: rlkit train at {code} failed: {done.stderr.strip()[-600:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])["eval_history"]
 
 

@@ -35,21 +35,24 @@ def test_the_current_revision_trains_the_same_run_as_itself():
     assert "same-run-" not in worktrees  # the temporary worktree is gone
 
 
-def test_a_recorded_config_becomes_the_flags_that_give_it():
-    config = {"env": "Hopper-v5", "seed": 3, "anneal_lr": True, "norm_obs": False, "hidden_sizes": [64, 64],
-              "target_kl": None, "env_kwargs": "", "logdir": "runs", "progress": True, "total_steps": 300000,
-              "eval_every": 50000}
-    assert same_run_as.flags(config) == ["--env", "Hopper-v5", "--seed", "3", "--anneal-lr", "--no-norm-obs",
-                                         "--hidden-sizes", "64", "64", "--total-steps", "300000",
-                                         "--eval-every", "50000"]
-    short = same_run_as.flags(config, total_steps=20000)
-    assert short[-4:] == ["--total-steps", "20000", "--eval-every", "10000"]
-
-
-def test_a_manifest_run_that_is_not_rlkits_or_not_there_is_refused(tmp_path):
+def test_a_manifest_run_becomes_the_flags_its_spec_builds_it_from(tmp_path):
+    spec = {"name": "t", "envs": ["CartPole-v1", "Hopper-v5"], "seeds": 2, "preset": "mujoco", "total_steps": 300000,
+            "eval_every": 50000, "norm_obs": False, "env": {"CartPole-v1": {"preset": "cartpole", "total_steps": 100000}},
+            "variants": {"ppo": {}, "o": {"presets": ["outer-biased"], "outer_grad_from": "theta",
+                                         "hidden_sizes": [32, 32]}, "sb3:ppo": {}}, "baseline": "ppo"}
+    runs = {"o__CartPole-v1__s2": ["rlkit", {"env": "CartPole-v1", "seed": 2}],
+            "o__Hopper-v5__s1": ["rlkit", {"env": "Hopper-v5", "seed": 1}],
+            "sb3-ppo__Hopper-v5__s1": ["sb3", {"env": "Hopper-v5", "seed": 1}]}
     manifest = tmp_path / "manifest.json"
-    manifest.write_text(json.dumps({"git_commit": "abc", "runs": {"sb3-ppo__E__s1": ["sb3", {}]}}))
-    with pytest.raises(SystemExit, match="is a sb3 run"):
-        same_run_as.from_manifest(manifest, "sb3-ppo__E__s1", None)
+    manifest.write_text(json.dumps({"git_commit": "abc", "spec": spec, "runs": runs}))
+    rev, args = same_run_as.from_manifest(manifest, "o__CartPole-v1__s2", None)
+    assert rev == "abc" and args == ["--preset", "cartpole", "outer-biased", "--total-steps", "100000",
+                                     "--eval-every", "50000", "--no-norm-obs", "--outer-grad-from", "theta",
+                                     "--hidden-sizes", "32", "32", "--env", "CartPole-v1", "--seed", "2"]
+    _, short = same_run_as.from_manifest(manifest, "o__Hopper-v5__s1", 20000)
+    assert short[:3] == ["--preset", "mujoco", "outer-biased"]
+    assert short[short.index("--total-steps") + 1] == "20000" and short[short.index("--eval-every") + 1] == "10000"
+    with pytest.raises(SystemExit, match="not a plain rlkit variant's run"):
+        same_run_as.from_manifest(manifest, "sb3-ppo__Hopper-v5__s1", None)
     with pytest.raises(SystemExit, match="has no run 'x'"):
         same_run_as.from_manifest(manifest, "x", None)
