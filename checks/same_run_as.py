@@ -3,11 +3,13 @@
 one after the other, and compares the two evaluation histories number for number.
 
     python checks/same_run_as.py REV -- --preset cartpole --seed 1 --total-steps 100000 --eval-every 10000
-    python checks/same_run_as.py --manifest experiments/hp3o/results/manifest.json --run hp3o__CartPole-v1__s1
+    python checks/same_run_as.py --manifest experiments/hp3o/results/manifest.json --run hp3o__CartPole-v1__s1 \
+        --recipe experiments/hp3o/cartpole.toml
 
-With ``--manifest``, the run's config as the sweep recorded it becomes ``rlkit train``'s flags, and
-REV defaults to the commit the sweep recorded (``--total-steps N`` shortens the run, evaluating at
-least twice).
+With ``--manifest``, the run as the sweep's recorded spec builds it becomes ``rlkit train``'s flags
+for REV, which defaults to the commit the sweep recorded; ``--recipe`` builds the current code's run
+from the recipe as committed now (a recipe pins what a changed default no longer gives), and
+``--total-steps N`` shortens both, evaluating at least twice.
 
 A committed report made on another machine differs from a rerun here in its digits (floats round
 differently between CPU kinds); this check tells that apart from a change of the code: equal
@@ -22,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,26 +53,36 @@ def _presets(table: dict) -> tuple[list[str], dict]:
         k: v for k, v in table.items() if k not in ("presets", "preset")}
 
 
-def from_manifest(path: Path, run: str, total_steps: int | None) -> tuple[str, list[str]]:
-    """The commit a sweep recorded and the train flags of its run ``run``, as its spec builds it:
-    the env's presets (else the spec's) and the variant's, then the spec's fields, the env's and the
-    variant's (``total_steps`` shortens it, evaluating at least twice)."""
+def spec_flags(spec: dict, variant: str, env: str, seed: int, total_steps: int | None) -> list[str]:
+    """The train flags of one run of a sweep spec, as the spec builds it: the env's presets (else
+    the spec's) and the variant's, then the spec's fields, the env's and the variant's
+    (``total_steps`` shortens it, evaluating at least twice)."""
+    if variant not in spec["variants"]:
+        raise SystemExit(f"same_run_as: error: the spec {spec.get('name')!r} has no variant {variant!r}")
+    top_presets, top = _presets({k: v for k, v in spec.items() if k not in SPEC_KEYS or k == "preset"})
+    env_presets, env_fields = _presets(spec.get("env", {}).get(env, {}))
+    var_presets, var_fields = _presets(spec["variants"][variant])
+    fields = {**top, **env_fields, **var_fields, "env": env, "seed": seed}
+    if total_steps is not None:
+        fields.update(total_steps=total_steps, eval_every=min(fields.get("eval_every", total_steps), total_steps // 2))
+    presets = (env_presets or top_presets) + var_presets
+    return (["--preset", *presets] if presets else []) + flags(fields)
+
+
+def from_manifest(path: Path, run: str, total_steps: int | None,
+                  recipe: Path | None = None) -> tuple[str, list[str], list[str]]:
+    """The commit a sweep recorded, the train flags of its run ``run`` as the recorded spec builds
+    it, and as ``recipe`` (the spec's TOML file now) builds it, for the current code."""
     manifest = json.loads(path.read_text())
     if run not in manifest["runs"]:
         raise SystemExit(f"same_run_as: error: {path} has no run {run!r}")
     kind, config = manifest["runs"][run]
-    spec, variant = manifest["spec"], run.split("__")[0]
-    if kind != "rlkit" or variant not in spec["variants"]:
-        raise SystemExit(f"same_run_as: error: {run} is not a plain rlkit variant's run (a {kind} run or a grid "
-                         "point)")
-    top_presets, top = _presets({k: v for k, v in spec.items() if k not in SPEC_KEYS or k == "preset"})
-    env_presets, env_fields = _presets(spec.get("env", {}).get(config["env"], {}))
-    var_presets, var_fields = _presets(spec["variants"][variant])
-    fields = {**top, **env_fields, **var_fields, "env": config["env"], "seed": config["seed"]}
-    if total_steps is not None:
-        fields.update(total_steps=total_steps, eval_every=min(fields.get("eval_every", total_steps), total_steps // 2))
-    presets = (env_presets or top_presets) + var_presets
-    return manifest["git_commit"], (["--preset", *presets] if presets else []) + flags(fields)
+    if kind != "rlkit":
+        raise SystemExit(f"same_run_as: error: {run} is a {kind} run, not one of rlkit's")
+    where = (run.split("__")[0], config["env"], config["seed"], total_steps)
+    then = spec_flags(manifest["spec"], *where)
+    now = spec_flags(tomllib.loads(recipe.read_text()), *where) if recipe is not None else then
+    return manifest["git_commit"], then, now
 
 
 def run_code(code: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -101,13 +114,16 @@ def main() -> int:
     parser.add_argument("--manifest", type=Path, help="a sweep's manifest.json: train its run --run")
     parser.add_argument("--run", help="the run's name in the manifest (e.g. ppo__CartPole-v1__s1)")
     parser.add_argument("--total-steps", type=int, help="with --manifest: a shorter run")
+    parser.add_argument("--recipe", type=Path, help="with --manifest: the spec's TOML file as committed now, which "
+                        "builds the current code's run (default: the recorded spec)")
     argv = sys.argv[1:]
     cut = argv.index("--") if "--" in argv else len(argv)
     args, train_args = parser.parse_args(argv[:cut]), argv[cut + 1:]
+    now_args = train_args
     if args.manifest is not None:
         if not args.run:
             parser.error("--manifest needs --run")
-        recorded, train_args = from_manifest(args.manifest, args.run, args.total_steps)
+        recorded, train_args, now_args = from_manifest(args.manifest, args.run, args.total_steps, args.recipe)
         args.rev = args.rev or recorded
     elif not args.rev:
         parser.error("give REV -- TRAIN_ARGS, or --manifest M --run NAME")
@@ -118,11 +134,12 @@ def main() -> int:
         try:
             (Path(tmp) / "runs").mkdir()
             before = train(tree, train_args, Path(tmp) / "runs" / "before")
-            after = train(ROOT, train_args, Path(tmp) / "runs" / "after")
+            after = train(ROOT, now_args, Path(tmp) / "runs" / "after")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
     diff = differences(before, after)
-    print(json.dumps({"rev": args.rev, "args": train_args, "evaluations": len(after), "same": not diff,
+    print(json.dumps({"rev": args.rev, "args": train_args, **({"args_now": now_args} if now_args != train_args else {}),
+                      "evaluations": len(after), "same": not diff,
                       "final": {"rev": before[-1][1:] if before else None, "current": after[-1][1:] if after else None}}))
     for line in diff:
         print(line)

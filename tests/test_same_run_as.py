@@ -25,14 +25,18 @@ def test_differences_names_each_evaluation_that_differs_or_is_missing():
 def test_the_current_revision_trains_the_same_run_as_itself():
     if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
         pytest.skip("not a git checkout")
+    def worktrees():
+        listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+        return {line.split()[0] for line in listed.splitlines() if "same-run-" in line}
+
+    before = worktrees()
     done = subprocess.run([sys.executable, str(ROOT / "checks" / "same_run_as.py"), "HEAD", "--", "--preset",
                            "cartpole", "--total-steps", "1024", "--eval-every", "512", "--eval-episodes", "1"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[0])
     assert found["same"] and found["evaluations"] == 2 and found["final"]["rev"] == found["final"]["current"]
-    worktrees = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
-    assert "same-run-" not in worktrees  # the temporary worktree is gone
+    assert worktrees() <= before  # its temporary worktree is gone
 
 
 def test_a_manifest_run_becomes_the_flags_its_spec_builds_it_from(tmp_path):
@@ -45,14 +49,20 @@ def test_a_manifest_run_becomes_the_flags_its_spec_builds_it_from(tmp_path):
             "sb3-ppo__Hopper-v5__s1": ["sb3", {"env": "Hopper-v5", "seed": 1}]}
     manifest = tmp_path / "manifest.json"
     manifest.write_text(json.dumps({"git_commit": "abc", "spec": spec, "runs": runs}))
-    rev, args = same_run_as.from_manifest(manifest, "o__CartPole-v1__s2", None)
-    assert rev == "abc" and args == ["--preset", "cartpole", "outer-biased", "--total-steps", "100000",
+    rev, args, now = same_run_as.from_manifest(manifest, "o__CartPole-v1__s2", None)
+    assert rev == "abc" and now == args and args == ["--preset", "cartpole", "outer-biased", "--total-steps", "100000",
                                      "--eval-every", "50000", "--no-norm-obs", "--outer-grad-from", "theta",
                                      "--hidden-sizes", "32", "32", "--env", "CartPole-v1", "--seed", "2"]
-    _, short = same_run_as.from_manifest(manifest, "o__Hopper-v5__s1", 20000)
+    _, short, _ = same_run_as.from_manifest(manifest, "o__Hopper-v5__s1", 20000)
     assert short[:3] == ["--preset", "mujoco", "outer-biased"]
     assert short[short.index("--total-steps") + 1] == "20000" and short[short.index("--eval-every") + 1] == "10000"
-    with pytest.raises(SystemExit, match="not a plain rlkit variant's run"):
+    recipe = tmp_path / "recipe.toml"  # the recipe now pins another field for o
+    recipe.write_text('name = "t"\npreset = "mujoco"\n[variants]\no = { presets = ["outer-biased"], '
+                      'outer_grad_from = "start" }\n')
+    _, then, now = same_run_as.from_manifest(manifest, "o__Hopper-v5__s1", None, recipe)
+    assert "theta" in then and now == ["--preset", "mujoco", "outer-biased", "--outer-grad-from", "start",
+                                       "--env", "Hopper-v5", "--seed", "1"]
+    with pytest.raises(SystemExit, match="is a sb3 run"):
         same_run_as.from_manifest(manifest, "sb3-ppo__Hopper-v5__s1", None)
     with pytest.raises(SystemExit, match="has no run 'x'"):
         same_run_as.from_manifest(manifest, "x", None)
