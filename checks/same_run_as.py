@@ -138,7 +138,8 @@ def main() -> int:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
     diff = differences(before, after)
-    print(json.dumps({"rev": args.rev, "args": train_args, **({"args_now": now_args} if now_args != train_args else {}),
+    named = {"manifest": str(args.manifest), "run": args.run} if args.manifest is not None else {}
+    print(json.dumps({**named, "rev": args.rev, "args": train_args, **({"args_now": now_args} if now_args != train_args else {}),
                       "evaluations": len(after), "same": not diff,
                       "final": {"rev": before[-1][1:] if before else None, "current": after[-1][1:] if after else None}}))
     for line in diff:
