@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,21 +23,17 @@ def test_differences_names_each_evaluation_that_differs_or_is_missing():
     assert same_run_as.differences(before, [list(r) for r in before]) == []
 
 
-def test_the_current_revision_trains_the_same_run_as_itself():
+def test_the_current_revision_trains_the_same_run_as_itself(tmp_path):
     if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
         pytest.skip("not a git checkout")
-    def worktrees():
-        listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
-        return {line.split()[0] for line in listed.splitlines() if "same-run-" in line}
-
-    before = worktrees()
     done = subprocess.run([sys.executable, str(ROOT / "checks" / "same_run_as.py"), "HEAD", "--", "--preset",
                            "cartpole", "--total-steps", "1024", "--eval-every", "512", "--eval-episodes", "1"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.splitlines()[0])
     assert found["same"] and found["evaluations"] == 2 and found["final"]["rev"] == found["final"]["current"]
-    assert worktrees() <= before  # its temporary worktree is gone
+    listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in listed and not list(tmp_path.glob("same-run-*"))  # its worktree is gone
 
 
 def test_a_manifest_run_becomes_the_flags_its_spec_builds_it_from(tmp_path):
