@@ -29,8 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
-SPEC_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
-"""A sweep spec's keys that are not a run's fields."""
+from rlkit.ablation.spec import TOP_KEYS as SPEC_KEYS  # noqa: E402  (a spec's keys that are not run fields)
 
 
 def flags(fields: dict) -> list[str]:
