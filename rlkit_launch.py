@@ -70,7 +70,13 @@ def main() -> int:
     for s, handler in previous.items():
         signal.signal(s, handler)
     try:
-        return cli_main()
+        try:
+            return cli_main()
+        finally:  # --help exits here too: its text is written out before the exit
+            sys.stdout.flush()
+    except BrokenPipeError:  # a reader such as `head` stopped early: what it read stands, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     finally:  # the outcome is reported: a signal while Python shuts down must not change the exit code
         _hold_signals()
 

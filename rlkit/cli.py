@@ -143,7 +143,8 @@ def _eval(argv: list[str]) -> int:
                     "episode's seed).")
     parser.add_argument("run_dir", help="a run folder written by rlkit train (its newest checkpoint is evaluated)")
     parser.add_argument("--episodes", type=int, default=10, help="episodes to run (default: 10)")
-    parser.add_argument("--seed", type=int, default=10_000, help="seed of the first episode (episode i: seed + i)")
+    parser.add_argument("--seed", type=int, default=10_000, help="seed of the first episode (episode i: seed + i; default: 10,000, the same "
+                        "episodes for every run; the run's own evaluations start at its seed + 10,000)")
     parser.add_argument("--max-steps", type=int, default=0,
                         help="cut each episode after this many steps (0: the env's time limit, else 10,000)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (shown only on a terminal)")

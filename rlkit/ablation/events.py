@@ -64,9 +64,9 @@ def scalar_summary(run: str | Path, tags: list[str] | None = None, k: int = 10, 
         if (tags and tag not in tags) or len(v) == 0:
             continue
         n = min(k, len(v))
-        line = (f"{tag:34s} n={len(v):4d} first{n}={v[:n].mean():9.3f} last{n}={v[-n:].mean():9.3f} "
-                f"min={v.min():9.3f} max={v.max():9.3f}")
+        line = (f"{tag:34s} n={len(v):4d} first{n}={v[:n].mean():9.4g} last{n}={v[-n:].mean():9.4g} "
+                f"min={v.min():9.4g} max={v.max():9.4g}")
         if block:
-            line += " blocks=" + " ".join(f"{v[i:i + block].mean():.2f}" for i in range(0, len(v), block))
+            line += " blocks=" + " ".join(f"{v[i:i + block].mean():.4g}" for i in range(0, len(v), block))
         lines.append(line)
     return lines

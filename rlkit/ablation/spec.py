@@ -46,12 +46,11 @@ from typing import Any
 from rlkit.errors import ConfigError
 from rlkit.gym.config import ENV_PRESETS, PRESETS, TrainConfig, preset
 from rlkit.core.composed import flat_field_names
+from rlkit.ablation.spec_checks import (fail as _fail, refuse_memory_options_without_memory, refuse_options_left_off,
+                                        refuse_variant_options, set_where)
 
 BASELINES = ("sb3:ppo", "sb3-contrib:trpo", "sb3-contrib:maskable-ppo", "sb3-contrib:recurrent-ppo")
 """Reference implementations a variant may name (optional extra ``baselines``)."""
-RECURRENT_BASELINE = "sb3-contrib:recurrent-ppo"
-PPO_SCHEDULES = ("anneal_clip",)
-"""Variants the PPO baselines honour (SB3 anneals ``clip_range`` by a schedule as rlkit does); TRPO has no clip."""
 TOP_KEYS = ("name", "envs", "seeds", "preset", "variants", "grid", "env", "smoke", "reference", "baseline")
 RUN_FIELDS = tuple(sorted(set(flat_field_names(TrainConfig)) - {"env", "seed", "logdir", "run_name", "resume",
                                                                  "hparams"}))
@@ -169,10 +168,6 @@ def _check_env_tables(data: dict[str, Any], file: str, envs: set[str]) -> None:
         unknown = sorted(set(tables) - envs)
         if unknown:
             raise _fail(file, f"{key}.{unknown[0]}", f"not one of the spec's envs ({', '.join(sorted(envs))})")
-
-
-def _fail(path: str, key: str, message: str) -> ConfigError:
-    return ConfigError(f"{path}: {key}: {message}")
 
 
 def load_spec(path: str | Path, budget: str | None = None) -> SweepSpec:
@@ -304,68 +299,6 @@ def _fields(table: dict[str, Any], file: str, where: str) -> tuple[list[str], di
     return list(presets), fields
 
 
-def _refuse_variant_options(record: dict[str, Any], own: dict[str, Any], file: str, variant: str) -> None:
-    """A reference implementation runs plain SB3 / sb3-contrib: a variant turned on for it (by a
-    preset or a field anywhere in the spec) or a variant option in its own table would be recorded
-    but not honoured, so it is refused. (Options at the top level that leave every variant off are
-    the rlkit variants' defaults and do not concern it; :data:`PPO_SCHEDULES` the PPO baselines take.)"""
-    from rlkit.variants import registered, variant_fields
-
-    _refuse_baseline_memory(record, file, variant)
-    _refuse_memory_options_without_memory(record, own, {}, file, variant)
-    honoured = PPO_SCHEDULES if variant != "sb3-contrib:trpo" else ()
-    on = next((n for n in registered() if record.get(n) is True and n not in honoured), None)
-    on = on or next((n for n in own if n in variant_fields() and n not in honoured), None)
-    if on is not None:
-        value = record.get(on, own.get(on))
-        raise _fail(file, f"variants.{variant}", f"a reference implementation cannot honour {on} = {value!r}; "
-                                                 "set variant options on rlkit variants only")
-
-
-def _refuse_baseline_memory(record: dict[str, Any], file: str, variant: str) -> None:
-    """RecurrentPPO runs an LSTM of ``memory_size`` units over whole episodes' segments (recorded as
-    ``memory = "lstm"``); the other baselines run feed-forward policies. A memory setting a
-    baseline would not run is refused."""
-    memory, where = record.get("memory", ""), f"variants.{variant}"
-    if variant == RECURRENT_BASELINE:
-        if memory not in ("", "lstm") or record.get("bptt_length", 0):
-            what = f"memory = {memory!r}" if memory not in ("", "lstm") else f"bptt_length = {record['bptt_length']}"
-            raise _fail(file, where, f"RecurrentPPO runs an LSTM over whole episode segments; the spec sets {what} "
-                                     "for it")
-        record["memory"] = "lstm"
-    elif memory:
-        raise _fail(file, where, f"{variant} runs a feed-forward policy; the spec sets memory = {memory!r} for it")
-
-
-def _refuse_memory_options_without_memory(record: dict[str, Any], own: dict[str, Any], point: dict[str, Any],
-                                          file: str, variant: str) -> None:
-    """``memory_size`` or ``bptt_length`` named by a variant's table or a grid point for runs with no
-    memory would do nothing but label them apart: refused, as ``rlkit train`` refuses the flags."""
-    for where, named in ((f"variants.{variant}", own), ("grid", point)):
-        given = sorted({"memory_size", "bptt_length"} & set(named))
-        if given and not record.get("memory"):
-            values = ", ".join(f"{f} = {named[f]!r}" for f in given)
-            raise _fail(file, where, f"{values}: variant {variant!r} has no memory (memory = \"\"), so this would do "
-                                     "nothing; set memory or drop the option")
-
-
-def _refuse_options_left_off(cfg: Any, own: dict[str, Any], point: dict[str, Any], file: str, variant: str) -> None:
-    """A variant option that a variant's table or a grid point names while its variant stays off
-    (every one of its options at its default) would give runs of plain PPO under that option's
-    name: refused, as ``rlkit train`` refuses the flag. (Options at the top level are shared
-    settings, for the variants that turn them on.)"""
-    from rlkit.variants.left_off import options_left_off
-
-    for where, named in ((f"variants.{variant}", own), ("grid", point)):
-        left = options_left_off(cfg, named)
-        if left is not None:
-            values = ", ".join(f"{f} = {named[f]!r}" for f in left.options)
-            turn_on = f"{left.turn_on[2:].replace('-', '_')} = true" if left.turn_on.startswith("--") else left.turn_on
-            raise _fail(file, where, f"{values}: the {left.variant} variant stays off for variant {variant!r} (its "
-                                     f"options are all at their defaults), so its runs would be plain PPO; turn it on "
-                                     f"({turn_on}) or drop the option")
-
-
 def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], variants: dict[str, Any],
               grid: list[dict[str, Any]], budget_fields: dict[str, Any]) -> list[RunSpec]:
     """One run per (variant, grid point, seed) on ``env``: presets, then the top-level fields, the
@@ -389,12 +322,15 @@ def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], varia
                     fields = {**base, **env_fields, **budget_fields, **var_fields, **point}
                     cfg = preset(*presets, *var_presets, **fields, env=env, seed=seed)
                 except ConfigError as exc:
-                    raise _fail(file, f"variants.{variant}", f"{env} seed {seed}: {exc}") from None
+                    layers = [(None, base), (f"env.{env}", env_fields), ("smoke", budget_fields),
+                              (f"variants.{variant}", var_fields), ("grid", point)]
+                    where = set_where(str(exc), layers, f"variants.{variant}")
+                    raise _fail(file, where, f"{env} seed {seed}: {exc}") from None
                 record = cfg.to_dict()
                 if kind != "rlkit":
-                    _refuse_variant_options(record, var_fields, file, variant)
+                    refuse_variant_options(record, var_fields, file, variant)
                 else:
-                    _refuse_options_left_off(cfg, var_fields, point, file, variant)
-                    _refuse_memory_options_without_memory(record, var_fields, point, file, variant)
+                    refuse_options_left_off(cfg, var_fields, point, file, variant)
+                    refuse_memory_options_without_memory(record, var_fields, point, file, variant)
                 runs.append(RunSpec(label, env, seed, kind, record))
     return runs

@@ -20,6 +20,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import os
 import platform
 import shlex
 import tempfile
@@ -197,6 +198,11 @@ def sweep_walltime(sweep_dir: str | Path, gap: float = 600.0, measure_steps: int
     return _table(sweep, command, runs, seconds, left, gap, workers, measured, pool)
 
 
+def _load() -> str:
+    """The 5-minute load average as the table is written (a quiet machine measuring one run: about 1)."""
+    return f"5-min load average {os.getloadavg()[1]:.2f} as written (a measurement running adds about 1)"
+
+
 def _table(sweep: Path, command: str, runs: list, seconds: dict[str, float], left: list[str], gap: float,
            workers: int, measured: dict[tuple[str, str], float], pool: float) -> list[str]:
     """The section's lines (see :func:`sweep_walltime`)."""
@@ -216,7 +222,7 @@ def _table(sweep: Path, command: str, runs: list, seconds: dict[str, float], lef
     return ([f"### Sweep wall time: {sweep.name} — {stamp}",
              f"Command: `{command}`  ",
              f"Machine: {platform.node()}, {cpu_model()}, "
-             f"Python {platform.python_version()}, 1 torch thread, nothing else running during the measurements", "",
+             f"Python {platform.python_version()}, 1 torch thread, {_load()}", "",
              "| runs | sweep ran, from events (h) | stops left out (count, h) | packs' recorded seconds on the workers (h) |"
              + " pool estimate (h) | pool / packs |" * timed,
              "|---|---|---|---|" + "---|---|" * timed,

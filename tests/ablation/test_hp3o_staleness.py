@@ -82,9 +82,12 @@ def test_the_other_event_readers_share_the_reading(report_tool, tmp_path):
     events(root / "runs" / "r1", "1000.a", {1: 1.0, 2: 1.0, 3: 100.0})
     events(root / "runs" / "r1", "1001.a", {3: 4.0})  # resumed from step 2
     code, out, err = report_tool("scalars")(root / "runs" / "r1", "--tags", "hp3o/sampled_age", "--k", "1")
-    assert code == 0 and "n=   3" in out and "first1=    1.000 last1=    4.000" in out
+    assert code == 0 and "n=   3" in out and "first1=        1 last1=        4" in out
     code, out, err = report_tool("scalars")(root / "runs" / "r2")
     assert code == 2 and err.startswith("rlkit: error: no TensorBoard event file") and len(err.splitlines()) == 1
     code, out, err = report_tool("tags")(root, "--tags", "hp3o/sampled_age", "--k", "1")
     assert code == 0 and "Left out, no readable TensorBoard events: 1 runs." in out
     assert "| hp3o | E-v0 | hp3o/sampled_age | 1 | 1 | 4 |" in out
+    events(root / "runs" / "r1", "1002.a", {4: 2.5e-4})  # a learning rate's size keeps its digits
+    code, out, err = report_tool("scalars")(root / "runs" / "r1", "--tags", "hp3o/sampled_age", "--k", "1")
+    assert code == 0 and "last1=  0.00025" in out

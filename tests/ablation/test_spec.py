@@ -95,3 +95,16 @@ def test_a_variant_option_named_for_runs_whose_variant_stays_off_is_refused(chan
 def test_an_unknown_field_points_to_plug_ins():
     with pytest.raises(ConfigError, match=r"variants\.x\.cap_norm: not a TrainConfig field .*RLKIT_VARIANTS"):
         expand({**BASE, "variants": {"x": {"cap_norm": 0.1}}}, "spec.toml")
+
+
+@pytest.mark.parametrize("change,where", [
+    ({"learning_rate": -1}, "learning_rate"),  # the top level: its key is the field
+    ({"env": {"CartPole-v1": {"learning_rate": -1}}}, "env.CartPole-v1"),
+    ({"variants": {"ppo": {"learning_rate": -1}}}, "variants.ppo"),
+    ({"learning_rate": 1.0, "variants": {"ppo": {"learning_rate": -1}}}, "variants.ppo"),  # the later layer sets it
+    ({"grid": {"learning_rate": [-1]}}, "grid"),
+])
+def test_a_refused_field_is_named_where_the_spec_sets_it(change, where):
+    with pytest.raises(ConfigError) as e:
+        expand({**BASE, **change}, "spec.toml")
+    assert str(e.value).split(": ")[1] == where, str(e.value)
