@@ -97,3 +97,19 @@ def test_the_entry_point_imports_torch_first_for_the_commands_that_run_on_it(arg
     from rlkit.cli import needs_torch
 
     assert needs_torch(argv) is torch
+
+
+def test_a_recurrent_specs_dry_run_imports_no_torch(tmp_path):
+    """Checking a recurrent config (--memory) needs no torch: the built-in torsos' names are known."""
+    spec = ROOT / "experiments" / "recurrent" / "novel.toml"
+    proc = subprocess.run([sys.executable, "-c", LAUNCH, "sweep", str(spec), "--dry-run", "--out", str(tmp_path / "o")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "runs in" in proc.stderr, proc.stderr[-2000:]
+    assert not torch_imported(proc)
+
+
+def test_the_built_in_torsos_are_the_ones_core_registers():
+    from rlkit.core.memory import MEMORIES
+    from rlkit.gym.memory_check import BUILT_IN_MEMORIES
+
+    assert set(BUILT_IN_MEMORIES) <= set(MEMORIES)

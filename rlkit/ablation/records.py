@@ -185,6 +185,22 @@ def _check_two_folders(source: Path, dest: Path) -> None:
         raise ConfigError(f"{source} is both the source and the destination; name two directories")
 
 
+ORIGIN = ("created", "git_commit", "machine")
+"""A sweep directory's manifest fields that no resume or extension changes: where its runs came from."""
+
+
+def _check_same_origin(records: Path, sweep: Path) -> None:
+    """The records' manifest names the sweep directory they were kept from (or restored into):
+    another one's, even of the same spec, would replace the commit and machine the records ran on."""
+    held, given = (read_json(folder / "manifest.json") for folder in (records, sweep))
+    differ = [k for k in ORIGIN if held.get(k) != given.get(k)]
+    if differ:
+        k = differ[0]
+        raise ConfigError(f"{records} holds the records of another sweep directory ({k} {held.get(k)!r}, the "
+                          f"sweep's {given.get(k)!r}); keeping would replace their provenance: choose another "
+                          "destination")
+
+
 def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSummary:
     """Copy the finished runs' records of ``sweep_dir`` (a sweep running there or not) into
     ``records_dir``; the records' manifest becomes the sweep's (the same runs, or an extension)."""
@@ -203,6 +219,7 @@ def keep_records(sweep_dir: str | Path, records_dir: str | Path) -> RecordsSumma
             held.enter_context(FolderLock(records, LOCK, "rlkit sweep", "run this command again"))
         if (records / "manifest.json").exists():
             _check_same_sweep(records, _manifest(records, "a records directory"), sweep, runs)
+            _check_same_origin(records, sweep)
         plan = _plan_copy(sweep, runs, records, damaged=None)
         manifest = (sweep / "manifest.json").read_text()
         if not (records / "manifest.json").is_file() or (records / "manifest.json").read_text() != manifest:

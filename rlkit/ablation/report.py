@@ -24,7 +24,7 @@ from rlkit.io.files import check_writable, write_atomic, write_json
 def _load(sweep: Path) -> tuple[Any, pd.DataFrame, pd.DataFrame]:
     stored = read_manifest(sweep)
     spec = expand(stored["spec"], str(sweep / "manifest.json"), stored.get("budget"))
-    write_tables(sweep, spec)  # from the runs' own files: a run that finished after the sweep stopped counts
+    write_tables(sweep, spec, keep_finished=True)  # from the runs' files: a run finished since the sweep counts
     runs = pd.read_csv(sweep / "runs.csv")
     results = pd.read_csv(sweep / "results.csv")
     if results.empty:

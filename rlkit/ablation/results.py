@@ -232,9 +232,11 @@ _DEFAULTS: dict[str, Any] = json.loads(json.dumps(TrainConfig().to_dict()))
 """A run config's defaults, as a manifest stores them (JSON)."""
 
 
-def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
+def write_tables(sweep_dir: Path, spec: SweepSpec, keep_finished: bool = False) -> tuple[int, int, int]:
     """Rebuild results.csv and runs.csv (each replaced whole, so a report reading them while a
-    sweep rewrites them never sees half a table); returns (done, failed, missing) run counts."""
+    sweep rewrites them never sees half a table); returns (done, failed, missing) run counts.
+    ``keep_finished``: refuse (one-line :class:`ConfigError`, nothing written) a rebuild that would
+    drop a run the present runs.csv lists as done, as in a folder of tables without its runs."""
     counts = {"done": 0, "failed": 0, "missing": 0}
     rf, uf = io.StringIO(newline=""), io.StringIO(newline="")
     results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
@@ -253,9 +255,28 @@ def write_tables(sweep_dir: Path, spec: SweepSpec) -> tuple[int, int, int]:
         counts[row["status"]] += 1
         runs.writerow(row)
         results.writerows(evaluations)
+    if keep_finished:
+        _refuse_dropping(sweep_dir, uf.getvalue())
     write_atomic(sweep_dir / "results.csv", rf.getvalue())
     write_atomic(sweep_dir / "runs.csv", uf.getvalue())
     return counts["done"], counts["failed"], counts["missing"]
+
+
+def _done_runs(text: str) -> set[str]:
+    """The run folders a runs.csv text lists as done."""
+    return {row.get("run_dir") or "" for row in csv.DictReader(io.StringIO(text)) if row.get("status") == "done"}
+
+
+def _refuse_dropping(sweep_dir: Path, rebuilt: str) -> None:
+    try:
+        present = (sweep_dir / "runs.csv").read_text()
+    except (OSError, UnicodeDecodeError):
+        return
+    lost = sorted(_done_runs(present) - _done_runs(rebuilt))
+    if lost:
+        raise ConfigError(f"{sweep_dir}: runs.csv lists {len(lost)} finished run(s) whose folders hold no result "
+                          f"(first: {lost[0]}); rebuilding the tables would drop them, so nothing was written "
+                          "(restore the runs, e.g. with rlkit records restore)")
 
 
 def pack_sizes(runs: list[Any], statuses: dict[str, dict[str, Any]]) -> dict[str, int]:

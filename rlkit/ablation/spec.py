@@ -217,6 +217,10 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
         raise _fail(file, "variants", "must be a non-empty table: name = { presets = [...], field = value }")
     if "" in variants or any(not n.strip() for n in variants):
         raise _fail(file, "variants", "a variant needs a name (letters, digits, . _ - +)")
+    odd = next((n for n in variants if not re.match(r"[A-Za-z0-9]", n) and n not in BASELINES), None)
+    if odd is not None:  # its runs' folder names must be plain ones (PLAIN_NAME), as the manifest checks
+        raise _fail(file, f"variants.{odd}", "a variant's name starts with a letter or digit (it begins its runs' "
+                                             "folder names)")
     _check_env_tables(data, file, set(envs) | set(full_envs))
     grid = _grid(data.get("grid", {}), file)
     runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid, budget_fields)]

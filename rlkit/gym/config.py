@@ -179,7 +179,7 @@ class TrainConfig(ComposedConfig):
         if not self.hidden_sizes or any(not isinstance(h, int) or h <= 0 for h in self.hidden_sizes):
             raise ConfigError(f"hidden_sizes must be positive, got {self.hidden_sizes}")
         if self.memory:
-            from rlkit.gym.recurrent_rollout import check_memory
+            from rlkit.gym.memory_check import check_memory
 
             check_memory(self)
 

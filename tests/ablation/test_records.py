@@ -3,6 +3,7 @@ bring it back to the same state and tables, a restored sweep runs only the rest,
 overwritten or mixed: records of another sweep, damaged records, differing files and a running
 sweep are refused before anything is written."""
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -274,3 +275,18 @@ def test_the_same_directory_as_source_and_destination_is_refused(finished, tmp_p
     with pytest.raises(ConfigError, match="both the source and the destination"):
         keep_records(tmp_path / "kept", tmp_path / "kept")
     assert files(tmp_path / "kept") == before and not (tmp_path / "kept" / "logs").exists()
+
+
+@pytest.mark.parametrize("field", ["git_commit", "machine", "created"])
+def test_records_of_another_directory_of_the_same_spec_keep_their_provenance(finished, tmp_path, field):
+    root, _ = finished
+    keep_records(root / "sweep", tmp_path / "kept")
+    twin = tmp_path / "twin"
+    shutil.copytree(root / "sweep", twin)
+    manifest = json.loads((twin / "manifest.json").read_text())
+    manifest[field] = "elsewhere"
+    (twin / "manifest.json").write_text(json.dumps(manifest))
+    kept = files(tmp_path / "kept")
+    with pytest.raises(ConfigError, match=f"another sweep directory \\({field} "):
+        keep_records(twin, tmp_path / "kept")
+    assert files(tmp_path / "kept") == kept

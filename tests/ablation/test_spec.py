@@ -108,3 +108,10 @@ def test_a_refused_field_is_named_where_the_spec_sets_it(change, where):
     with pytest.raises(ConfigError) as e:
         expand({**BASE, **change}, "spec.toml")
     assert str(e.value).split(": ")[1] == where, str(e.value)
+
+
+@pytest.mark.parametrize("name", ["-x", "..", ".hidden", "é ü", "_a"])
+def test_a_variant_name_that_cannot_begin_a_folder_name_is_refused(name):
+    with pytest.raises(ConfigError, match="starts with a letter or digit") as e:
+        expand({**BASE, "variants": {"ppo": {}, name: {"clip_coef": 0.25}}}, "spec.toml")
+    assert f"variants.{name}" in str(e.value) and "\n" not in str(e.value)
