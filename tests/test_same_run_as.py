@@ -3,8 +3,10 @@
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,65 @@ def test_a_manifest_run_becomes_the_flags_its_spec_builds_it_from(tmp_path):
         same_run_as.from_manifest(manifest, "sb3-ppo__Hopper-v5__s1", None)
     with pytest.raises(SystemExit, match="has no run 'x'"):
         same_run_as.from_manifest(manifest, "x", None)
+
+
+def _manifest(tmp_path, spec, runs, **extra):
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({"git_commit": "abc", "spec": spec, "runs": runs, **extra}))
+    return path
+
+
+def test_grid_points_odd_names_tables_and_budgets_become_the_runs_flags(tmp_path):
+    spec = {"name": "t", "envs": ["CartPole-v1"], "seeds": 1, "preset": "cartpole", "env_kwargs": {"sutton_barto_reward": True},
+            "variants": {"ppo": {}, "a b": {"clip_coef": 0.3}, "x__y": {"gamma": 0.9}}, "grid": {"ent_coef": [0.0, 0.01]},
+            "smoke": {"envs": ["CartPole-v1"], "total_steps": 512, "num_steps": 64}}
+    runs = {f"{v}__CartPole-v1__s1": ["rlkit", {"env": "CartPole-v1", "seed": 1}]
+            for v in ("ppo-ent_coef=0.0-", "a-b-ent_coef=0.01-", "x__y-ent_coef=0.0-")}
+    manifest = _manifest(tmp_path, spec, runs, budget="smoke")
+    _, args, _ = same_run_as.from_manifest(manifest, "a-b-ent_coef=0.01-__CartPole-v1__s1", None)
+    assert args[args.index("--clip-coef") + 1] == "0.3" and args[args.index("--ent-coef") + 1] == "0.01"
+    assert json.loads(args[args.index("--env-kwargs") + 1]) == {"sutton_barto_reward": True}
+    assert args[args.index("--total-steps") + 1] == "512" and args[args.index("--num-steps") + 1] == "64"
+    assert "--envs" not in args
+    _, args, _ = same_run_as.from_manifest(manifest, "x__y-ent_coef=0.0-__CartPole-v1__s1", None)
+    assert args[args.index("--gamma") + 1] == "0.9"
+    other = tmp_path / "other.toml"
+    other.write_text('name = "u"\n[variants]\nppo = {}\n')
+    with pytest.raises(SystemExit, match="recipe of 'u'"):
+        same_run_as.from_manifest(manifest, "ppo-ent_coef=0.0-__CartPole-v1__s1", None, other)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["nosuchrev", "--", "--preset", "cartpole"], "cannot check out 'nosuchrev'"),
+    (["HEAD"], "give REV -- TRAIN_ARGS"),
+    (["HEAD", "--total-steps", "9", "--", "--preset", "cartpole"], "go with --manifest"),
+    (["--manifest", "no/such.json", "--run", "r"], "cannot read no/such.json"),
+    (["--manifest", "MANIFEST", "--run", "r"], "records no commit"),
+    (["--manifest", "BAD", "--run", "r"], "cannot read"),
+])
+def test_errors_are_one_line_and_exit_2(argv, says, tmp_path):
+    (tmp_path / "bad.json").write_text("{")
+    _manifest(tmp_path, {"name": "t", "variants": {"r": {}}}, {"r": ["rlkit", {"env": "E", "seed": 1}]}, git_commit=None)
+    argv = [str(tmp_path / "manifest.json") if a == "MANIFEST" else str(tmp_path / "bad.json") if a == "BAD" else a
+            for a in argv]
+    done = subprocess.run([sys.executable, str(ROOT / "checks" / "same_run_as.py"), *argv], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_sigterm_removes_the_worktree_and_stops_the_training(tmp_path):
+    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    proc = subprocess.Popen([sys.executable, str(ROOT / "checks" / "same_run_as.py"), "HEAD", "--", "--preset",
+                             "cartpole", "--total-steps", "10000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "TMPDIR": str(tmp_path)}, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("same-run-*/runs/before")) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the worktree is made and the training under way
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    listed = subprocess.run(["git", "-C", str(ROOT), "worktree", "list"], capture_output=True, text=True).stdout
+    assert str(tmp_path) not in listed and not list(tmp_path.glob("same-run-*"))
+    assert subprocess.run(["pgrep", "-f", str(tmp_path)], capture_output=True).returncode == 1  # no training left
