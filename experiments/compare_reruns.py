@@ -49,17 +49,33 @@ def per_env(old: dict, new: dict) -> list[str]:
 def aggregate(old: dict, new: dict) -> list[str]:
     if "aggregate" not in old:
         return []
-    rows = ["", f"Across envs (baseline {old['baseline']}):", "",
+    rows = ["", f"Across envs (baseline {old.get('baseline')}):", "",
             "| variant | committed IQM | rerun IQM | committed P(> baseline) | rerun P(> baseline) |", "|---|---|---|---|---|"]
     for v, a in old["aggregate"].items():
         b = new.get("aggregate", {}).get(v)
         rows.append(f"| {v} | {interval(a['iqm'], 3)} | {interval(b['iqm'], 3) if b else '—'} | "
-                    f"{interval(old['improvement'].get(v), 2)} | {interval(new.get('improvement', {}).get(v), 2)} |")
+                    f"{interval(old.get('improvement', {}).get(v), 2)} | {interval(new.get('improvement', {}).get(v), 2)} |")
     return rows
 
 
-DEFAULTS = {"metric": "final", "normalize": "minmax", "baseline": None}
+DEFAULTS = {"metric": "final", "baseline": None}
 """What a summary.json written before a field existed meant by leaving it out."""
+
+
+RECORDED_LATER = ("reps", "variants")
+"""Settings compared only where both summaries record them."""
+
+
+def settings(summary: dict) -> dict:
+    """What a report was made with: metric, baseline, normalization (a summary from before the
+    field: min-max where it has an aggregate, else none), resamples and variants where recorded."""
+    made = {k: summary.get(k, v) for k, v in DEFAULTS.items()}
+    made["normalize"] = summary.get("normalize", "minmax" if "aggregate" in summary or "aggregate_skipped" in summary
+                                    else "none")
+    made["reps"] = summary.get("reps")
+    made["variants"] = sorted(summary.get("variants_of_sweep", summary.get("variants")) or []) or None
+    made["shown"] = sorted(summary["variants"]) if "variants_of_sweep" in summary else None
+    return made
 
 
 def fail(message: str) -> None:
@@ -69,9 +85,12 @@ def fail(message: str) -> None:
 
 def read(folder: Path) -> tuple[pd.DataFrame, dict]:
     try:
-        return pd.read_csv(folder / "results.csv"), json.loads((folder / "summary.json").read_text())
+        results, summary = pd.read_csv(folder / "results.csv"), json.loads((folder / "summary.json").read_text())
     except (OSError, ValueError) as exc:
         fail(f"{folder}: {exc}")
+    if not isinstance(summary, dict) or not isinstance(summary.get("per_env"), list) or not set(KEYS) <= set(results):
+        fail(f"{folder}: not a report's summary.json and results.csv")
+    return results, summary
 
 
 def main() -> None:
@@ -80,7 +99,8 @@ def main() -> None:
     parser.add_argument("rerun", type=Path, help="the rerun's folder")
     args = parser.parse_args()
     (old, old_s), (new, new_s) = read(args.committed), read(args.rerun)
-    differ = [k for k, v in DEFAULTS.items() if old_s.get(k, v) != new_s.get(k, v)]
+    made = settings(old_s), settings(new_s)
+    differ = [k for k in made[0] if made[0][k] != made[1][k] and (k not in RECORDED_LATER or None not in (made[0][k], made[1][k]))]
     if differ:
         fail(f"the two reports differ in {', '.join(differ)}: their statistics are not comparable (report the "
              "rerun as the committed report was)")

@@ -30,7 +30,8 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit rlhf tiny-models DIR   (a tiny random policy and reward model, to try the RLHF commands)
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
-       rlkit report SWEEP_DIR [--baseline VARIANT] [--variants A,B,...] [--metric final|auc|train100] [--out DIR]
+       rlkit report SWEEP_DIR [--baseline VARIANT] [--variants A,B,...] [--metric final|auc|train100]
+                    [--normalize minmax|best-mean|none] [--reps N] [--out DIR]
        rlkit report walltime|tags|staleness SWEEP_DIR [FLAGS] | rlkit report scalars RUN_DIR [FLAGS]
        rlkit records keep SWEEP_DIR RECORDS_DIR | rlkit records restore RECORDS_DIR SWEEP_DIR"""
 

@@ -15,7 +15,9 @@ import json
 import sys
 from pathlib import Path
 
-from scipy.stats import kendalltau
+import math
+
+from scipy.stats import kendalltau, rankdata
 
 PAPER = {"noclip": -0.39, "clip0.1": 0.76, "clip0.2": 0.82, "clip0.3": 0.70, "kladapt0.003": 0.68,
          "kladapt0.01": 0.74, "kladapt0.03": 0.71, "klfix0.3": 0.62, "klfix1": 0.71, "klfix3": 0.72, "klfix10": 0.69}
@@ -33,9 +35,10 @@ def interval(value: list[float] | None) -> str:
     return "—" if not value else f"{value[0]:.2f} [{value[1]:.2f}, {value[2]:.2f}]"
 
 
-def ranks(scores: dict[str, float]) -> dict[str, int]:
-    """1 for the highest score."""
-    return {v: i + 1 for i, v in enumerate(sorted(scores, key=scores.get, reverse=True))}
+def ranks(scores: dict[str, float]) -> dict[str, str]:
+    """1 for the highest score; tied scores share their mean rank (2.5)."""
+    names = list(scores)
+    return {v: f"{r:g}" for v, r in zip(names, rankdata([-scores[v] for v in names]))}
 
 
 def aggregate_table(s: dict) -> list[str]:
@@ -72,10 +75,12 @@ def orders(s: dict) -> list[str]:
         here = [v for v in members if v in ours]
         if len(here) < 2:
             continue
-        tau = kendalltau([PAPER[v] for v in here], [ours[v] for v in here]).statistic
-        best = lambda scores: max(here, key=scores.get)  # noqa: E731
-        out.append(f"- {name}: Kendall's tau {tau:.2f} over {len(here)}; best in the paper {best(PAPER)}, "
-                   f"in rlkit {best(ours)}")
+        tau = kendalltau([PAPER[v] for v in here], [ours[v] for v in here]).statistic  # tau-b: ties counted
+        said = f"{tau:.2f}" if not math.isnan(tau) else "undefined (rlkit's scores all tie)"
+        top = max(ours[v] for v in here)
+        best_ours = " = ".join(v for v in here if ours[v] == top)
+        out.append(f"- {name}: Kendall's tau {said} over {len(here)}; best in the paper "
+                   f"{max(here, key=PAPER.get)}, in rlkit {best_ours}")
     return out
 
 
@@ -87,9 +92,15 @@ def main() -> None:
         s = json.loads((args.report / "summary.json").read_text())
     except (OSError, ValueError) as exc:
         fail(f"{args.report}: {exc}")
+    if not isinstance(s, dict):
+        fail(f"{args.report}/summary.json is not a report's summary")
     if s.get("metric") != "train100" or s.get("normalize") != "best-mean" or "aggregate" not in s:
         fail(f"{args.report} is not a report made with --metric train100 --normalize best-mean, with an aggregate "
              "across envs: the paper's statistic is not in it")
+    if s.get("baseline") != "clip0.2":
+        fail(f"{args.report} compares with {s.get('baseline')!r}; the reading's P(> clip0.2) needs --baseline clip0.2")
+    if not set(PAPER) & set(s["aggregate"]):
+        fail(f"{args.report} aggregates none of the paper's settings ({', '.join(PAPER)})")
     print("\n".join([*aggregate_table(s), "", f"Tasks: {', '.join(s['envs_aggregated'])}.", "",
                      *per_task(s), "", *orders(s)]))
 

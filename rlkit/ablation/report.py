@@ -60,12 +60,13 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     check_out(out, sweep / "report")
     spec, runs, results = _load(sweep)
     present = [v for v in spec.variants if v in set(results["variant"])]
+    named = f"--baseline {baseline!r}" if baseline else f"the spec's baseline {spec.baseline!r}"
     baseline = baseline or spec.baseline
     if baseline not in spec.variants:
         raise ConfigError(f"--baseline: there is no variant {baseline!r} in this sweep; choose from "
                           f"{', '.join(present)}")
     if baseline not in present:
-        raise ConfigError(f"--baseline {baseline!r} has no finished runs; choose from {', '.join(present)}")
+        raise ConfigError(f"{named} has no finished runs; choose another with --baseline: {', '.join(present)}")
     shown = chosen(variants, spec.variants, present, baseline)
     if metric not in METRICS:
         raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
@@ -86,7 +87,8 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     mine = scores[scores.variant.isin(shown)]
     if variants is not None:  # the runs of the variants shown (else every run, also of variants that have none done)
         runs, broken = runs[runs.variant.isin(shown)], broken[broken.variant.isin(shown)]
-    summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "variants": shown,
+    summary: dict[str, Any] = {"metric": metric, "baseline": baseline, "normalize": normalize, "reps": reps,
+                               "variants": shown,
                                "per_env": _ordered(stats.per_env_table(mine, reps), shown).to_dict("records"),
                                "runs": runs["status"].value_counts().to_dict(), "cost": _cost(runs),
                                "non_finite": broken[["variant", "env", "seed"]].to_dict("records"),

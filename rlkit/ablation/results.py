@@ -236,7 +236,8 @@ def write_tables(sweep_dir: Path, spec: SweepSpec, keep_finished: bool = False) 
     """Rebuild results.csv and runs.csv (each replaced whole, so a report reading them while a
     sweep rewrites them never sees half a table); returns (done, failed, missing) run counts.
     ``keep_finished``: refuse (one-line :class:`ConfigError`, nothing written) a rebuild that would
-    drop a run the present runs.csv lists as done, as in a folder of tables without its runs."""
+    drop a run the present runs.csv lists as done and whose folder is gone, as in a folder of tables
+    without its runs (a run folder without its result is the run's own state: it counts)."""
     counts = {"done": 0, "failed": 0, "missing": 0}
     rf, uf = io.StringIO(newline=""), io.StringIO(newline="")
     results, runs = csv.DictWriter(rf, RESULT_COLUMNS), csv.DictWriter(uf, RUN_COLUMNS)
@@ -272,9 +273,9 @@ def _refuse_dropping(sweep_dir: Path, rebuilt: str) -> None:
         present = (sweep_dir / "runs.csv").read_text()
     except (OSError, UnicodeDecodeError):
         return
-    lost = sorted(_done_runs(present) - _done_runs(rebuilt))
+    lost = sorted(r for r in _done_runs(present) - _done_runs(rebuilt) if not (sweep_dir / r).exists())
     if lost:
-        raise ConfigError(f"{sweep_dir}: runs.csv lists {len(lost)} finished run(s) whose folders hold no result "
+        raise ConfigError(f"{sweep_dir}: runs.csv lists {len(lost)} finished run(s) whose folders are gone "
                           f"(first: {lost[0]}); rebuilding the tables would drop them, so nothing was written "
                           "(restore the runs, e.g. with rlkit records restore)")
 

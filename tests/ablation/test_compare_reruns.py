@@ -61,3 +61,37 @@ def test_reports_of_another_metric_normalization_or_baseline_are_refused_in_one_
                                    "statistics are not comparable (report the rerun as the committed report was)")
     gone = compare(old, tmp_path / "missing")
     assert gone.returncode == 2 and len(gone.stderr.strip().splitlines()) == 1 and "missing" in gone.stderr
+
+
+def _with(folder: Path, **fields) -> None:
+    summary = json.loads((folder / "summary.json").read_text())
+    (folder / "summary.json").write_text(json.dumps({**summary, **fields}))
+
+
+def test_unrecorded_normalization_resamples_or_a_subset_are_not_taken_as_comparable(tmp_path):
+    agg = {"ppo": {"iqm": [0.9, 0.8, 1.0]}}
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)], agg)  # min-max, unrecorded
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)])
+    _with(new, normalize="none")
+    assert compare(old, new).returncode == 2 and "differ in normalize" in compare(old, new).stderr
+    _with(new, normalize="minmax", aggregate=agg, reps=100, variants=["ppo"], variants_of_sweep=["ppo", "x"])
+    _with(old, reps=20000, variants=["ppo", "x"])
+    done = compare(old, new)
+    assert done.returncode == 2 and "differ in reps, shown" in done.stderr
+    _with(new, reps=20000, variants=["ppo", "x"], variants_of_sweep=None)
+    new_summary = json.loads((new / "summary.json").read_text())
+    del new_summary["variants_of_sweep"]
+    (new / "summary.json").write_text(json.dumps(new_summary))
+    assert compare(old, new).returncode == 0
+
+
+def test_a_summary_of_another_shape_is_one_line(tmp_path):
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)])
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)])
+    (new / "summary.json").write_text("[1, 2]")
+    done = compare(old, new)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "not a report's" in done.stderr
+    summary = json.loads((old / "summary.json").read_text())
+    del summary["baseline"]
+    (old / "summary.json").write_text(json.dumps({**summary, "aggregate": {"ppo": {"iqm": [1, 0, 2]}}}))
+    assert compare(old, old).returncode == 0  # a summary from before the baseline was recorded
