@@ -96,9 +96,31 @@ def tyro_cli(cls: type, **kwargs: Any) -> Any:
         if message.startswith("Unrecognized option"):  # a plug-in's flag exists only with its module loaded
             words = message.partition(": ")[2].split(", ")
             flags = [w for w in words if w.startswith("-")] or words  # tyro lists the flags' values too
-            message = (f"unrecognized option{'s' if len(flags) > 1 else ''}: {', '.join(flags)}; a plug-in "
-                       "variant's flags need its module in RLKIT_VARIANTS")
+            other = _other_trainers(flags, kwargs.get("prog", ""))
+            message = (f"unrecognized option{'s' if len(flags) > 1 else ''}: {', '.join(flags)}; " + (
+                f"{other[0]} is an option of {other[1]}, not of this command" if other else
+                "a plug-in variant's flags need its module in RLKIT_VARIANTS"))
         raise ConfigError(f"{message} (see {kwargs.get('prog', 'rlkit')} --help)") from None
+
+
+def _other_trainers(flags: list[str], prog: str) -> tuple[str, str] | None:
+    """The first of ``flags`` that the other trainer (rlkit train / rlkit rlhf) takes, and its command."""
+    from rlkit.core.composed import flat_field_names
+
+    if prog == "rlkit train":
+        from rlkit.rlhf.config import RLHFConfig as Other
+        command = "rlkit rlhf"
+    elif prog == "rlkit rlhf":
+        from rlkit.gym.config import TrainConfig as Other
+        command = "rlkit train"
+    else:
+        return None
+    fields = set(flat_field_names(Other))
+    for flag in flags:
+        name = flag.lstrip("-").split("=")[0].replace("-", "_")
+        if name in fields or (name.startswith("no_") and name[3:] in fields):
+            return flag, command
+    return None
 
 
 def _box_message(text: str) -> str:

@@ -70,3 +70,15 @@ def test_an_unknown_flag_is_named_without_its_value_and_points_to_plug_ins(capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unrecognized option: --cap-norm;" in err and "RLKIT_VARIANTS" in err, err
     assert "0.1" not in err
+
+
+@pytest.mark.parametrize("argv, flag, other", [
+    (["rlhf", "--memory", "lstm"], "--memory", "rlkit train"), (["rlhf", "--env", "CartPole-v1"], "--env", "rlkit train"),
+    (["rlhf", "--norm-obs"], "--norm-obs", "rlkit train"), (["train", "--kl-coef", "0.1"], "--kl-coef", "rlkit rlhf"),
+    (["train", "--policy", "p"], "--policy", "rlkit rlhf")])
+def test_the_other_trainers_option_says_whose_it_is(argv, flag, other, capsys):
+    from rlkit.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{flag} is an option of {other}, not of this command" in err, err
