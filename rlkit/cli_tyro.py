@@ -126,11 +126,15 @@ def _other_trainers(flags: list[str], prog: str) -> tuple[str, str] | None:
 def _box_message(text: str) -> str:
     """The message of a tyro error box: its first paragraph, on one line."""
     words: list[str] = []
+    ruled = False
     for line in text.splitlines():
         inner = line.strip().strip("│").strip()
         if line.strip().startswith(("╭", "╰")) or not inner:
             continue
-        if set(inner) <= {"─"}:
+        if len(inner) > 3 and set(inner) <= {"-"} and not ruled:  # ASCII: the rule under the box's title
+            words, ruled = [], True
+            continue
+        if set(inner) <= {"─", "-"}:  # the rule after the message
             break
         words.append(inner)
     return " ".join(words) or "invalid arguments"
