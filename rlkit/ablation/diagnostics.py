@@ -67,7 +67,8 @@ def sweep_tags(sweep_dir: str | Path, tags: list[str], env: str | None = None, k
              + f" --tags {' '.join(tags)} --k {k}`  ",
              f"Machine: {platform.node()}, {platform.machine()}, {os.cpu_count()} cores\n",
              f"Mean over seeds of each run's mean over its first and last {k} updates."
-             + (f" Left out, no readable TensorBoard events: {len(unread)} runs." if unread else "") + "\n",
+             + (f" Left out, no readable TensorBoard events: {len(unread)} runs." if unread else "")
+             + "".join(f" No run logged {t}." for t in tags if not any(c[2] == t for c in cells)) + "\n",
              "| variant | env | tag | seeds | first | last |", "|---|---|---|---|---|---|"]
     for (variant, run_env, tag), pairs in cells.items():
         first, last = np.mean([p[0] for p in pairs]), np.mean([p[1] for p in pairs])
@@ -94,6 +95,10 @@ def staleness(sweep_dir: str | Path) -> list[str]:
     for row in finished_runs(root):
         try:
             final = final_return(row)
+        except (KeyError, ValueError):
+            left["no finite final return"].append(f"{row.get('run_dir')}")
+            continue
+        try:
             values = scalars(root / row["run_dir"])
         except FileNotFoundError:
             left["no TensorBoard events (records kept without them)"].append(f"{row['env']} {row['variant']}")
@@ -110,6 +115,8 @@ def staleness(sweep_dir: str | Path) -> list[str]:
         raise ConfigError(f"{sweep_dir}: no finished rlkit run with readable events and a final return")
     notes = "".join(f" Left out, {why}: {len(runs)} runs ({', '.join(sorted(set(runs)))})."
                     for why, runs in left.items())
+    if not any(tag.startswith("hp3o/") and v.get(tag) for v in per_variant.values() for tag, _ in STALENESS_TAGS):
+        notes += " No run logged HP3O's replay diagnostics (the sweep has no HP3O variant): only PPO's columns."
     lines = [f"### HP3O staleness diagnostics: {root.name} — {time.strftime('%Y-%m-%d %H:%M')}",
              f"Command: `rlkit report staleness {sweep_dir}`  ",
              f"Machine: {cpu_model()} (not timed)\n",

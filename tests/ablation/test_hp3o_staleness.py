@@ -59,7 +59,20 @@ def test_a_resumed_run_reads_as_tensorboard_does_and_damaged_runs_are_named(stal
     cells = [c.strip() for c in row.split("|")]
     assert cells[3] == "1" and cells[6] == f"{5 / 3:.3g}"  # seeds, mean age of r1 only
     assert "Left out, no TensorBoard events (records kept without them): 1 runs (E-v0 hp3o)." in out
-    assert "Left out, unreadable (ValueError): 3 runs (runs/r2, runs/r3, runs/r5)." in out
+    assert "Left out, unreadable (ValueError): 2 runs (runs/r2, runs/r3)." in out
+    assert "Left out, no finite final return: 1 runs (runs/r5)." in out
+    assert "No run logged HP3O's replay diagnostics" not in out
+
+
+def test_a_sweep_without_hp3o_and_an_unlogged_tag_say_so(staleness, report_tool, tmp_path):
+    root = sweep(tmp_path, [{"variant": "ppo"}])
+    writer = SummaryWriter(str(root / "runs" / "r1"))
+    writer.add_scalar("losses/approx_kl", 0.01, 1)
+    writer.close()
+    code, out, err = staleness(root)
+    assert code == 0 and "No run logged HP3O's replay diagnostics (the sweep has no HP3O variant)" in out
+    code, out, err = report_tool("tags")(root, "--tags", "losses/approx_kl", "no/such_tag")
+    assert code == 0 and "No run logged no/such_tag." in out and "No run logged losses/approx_kl" not in out
 
 
 @pytest.mark.parametrize("case", ["no runs.csv", "nothing readable", "header only"])
