@@ -221,6 +221,10 @@ def expand(data: dict[str, Any], file: str = "<spec>", budget: str | None = None
     if odd is not None:  # its runs' folder names must be plain ones (PLAIN_NAME), as the manifest checks
         raise _fail(file, f"variants.{odd}", "a variant's name starts with a letter or digit (it begins its runs' "
                                              "folder names)")
+    odd = next((n for n in variants if "," in n or n != n.strip()), None)
+    if odd is not None:  # rlkit report --variants a,b names variants separated by commas
+        raise _fail(file, f"variants.{odd}", "a variant's name holds no comma and no leading or trailing space (rlkit "
+                                             "report --variants separates names by commas)")
     _check_env_tables(data, file, set(envs) | set(full_envs))
     grid = _grid(data.get("grid", {}), file)
     runs = [run for env in envs for run in _env_runs(data, file, env, seeds, variants, grid, budget_fields)]

@@ -115,3 +115,9 @@ def test_a_variant_name_that_cannot_begin_a_folder_name_is_refused(name):
     with pytest.raises(ConfigError, match="starts with a letter or digit") as e:
         expand({**BASE, "variants": {"ppo": {}, name: {"clip_coef": 0.25}}}, "spec.toml")
     assert f"variants.{name}" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["a,b", "ppo ", "x\t"])
+def test_a_variant_name_report_variants_could_not_name_is_refused(name):
+    with pytest.raises(ConfigError, match="no comma and no leading or trailing space"):
+        expand({**BASE, "variants": {"ppo": {}, name: {"clip_coef": 0.25}}}, "spec.toml")
