@@ -73,7 +73,8 @@ def _check_same_sweep(source: Path, source_runs: dict[str, Any], dest: Path, des
     for name in sorted(source_runs):
         if name not in dest_runs:
             raise ConfigError(f"{source} holds run {name}, which the sweep of {dest} does not: records of another "
-                              "sweep; choose another destination")
+                              "sweep (choose another destination) or of this sweep extended (run rlkit sweep with "
+                              "the extended spec there first)")
         if diff := config_difference(dest_runs[name], source_runs[name]):
             raise ConfigError(f"{source} and {dest} disagree on run {name} ({diff}): records of another sweep; "
                               "choose another destination")
