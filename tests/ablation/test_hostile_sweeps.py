@@ -413,10 +413,3 @@ def test_eval_of_a_sweep_directory_names_its_runs_not_damaged_checkpoints(tmp_pa
         Path(tmp_path / "spec.toml").write_text("x")
         assert main(["eval", str(path)]) == 2
         assert words in capsys.readouterr().err
-
-
-def test_a_spec_baseline_without_finished_runs_is_named_as_the_specs(tmp_path, capsys):
-    out = fake_sweep(tmp_path, {("a", "CartPole-v1", 1): None, ("b", "CartPole-v1", 1): [10.0, 20.0]})
-    assert main(["report", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "rlkit: error: the spec's baseline 'a' has no finished runs; choose another with --baseline: b"
