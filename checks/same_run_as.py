@@ -24,7 +24,6 @@ histories here mean REV's code and the current code compute the same run.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import signal
@@ -36,7 +35,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = "import sys; from rlkit.cli import main; sys.exit(main(sys.argv[1:]))"
-from rlkit.ablation.spec import TOP_KEYS as SPEC_KEYS, safe_name  # noqa: E402  (a spec's keys that are not fields)
+from rlkit.ablation.spec import TOP_KEYS as SPEC_KEYS, grid_points, run_label, safe_name  # noqa: E402
 
 
 class Refused(SystemExit):
@@ -67,13 +66,9 @@ def _presets(table: dict) -> tuple[list[str], dict]:
 
 def locate(spec: dict, run: str, env: str, seed: int) -> tuple[str, dict]:
     """The variant and grid point of the spec whose run folder is ``run``."""
-    grid = spec.get("grid", {})
-    keys = sorted(grid)
-    points = [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))] or [{}]
     for variant in spec.get("variants", {}):
-        for point in points:
-            label = variant + ("[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]" if point else "")
-            if f"{safe_name(label)}__{safe_name(env)}__s{seed}" == run:
+        for point in grid_points(spec.get("grid", {})):
+            if f"{safe_name(run_label(variant, point))}__{safe_name(env)}__s{seed}" == run:
                 return variant, point
     raise Refused(f"same_run_as: error: no variant of the spec {spec.get('name')!r} names run {run!r}")
 

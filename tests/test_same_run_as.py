@@ -119,8 +119,8 @@ def test_sigterm_removes_the_worktree_and_stops_the_training(tmp_path):
                             text=True, env={**os.environ, "TMPDIR": str(tmp_path)}, start_new_session=True)
     deadline = time.monotonic() + 120
     while not list(tmp_path.glob("same-run-*/runs/before")) and time.monotonic() < deadline:
-        time.sleep(0.2)  # the worktree is made and the training under way
-    time.sleep(2)
+        time.sleep(0.2)  # polls for the event: the training's run folder exists, so it is under way
+    assert list(tmp_path.glob("same-run-*/runs/before")), "the training never started"
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "Traceback" not in err, err

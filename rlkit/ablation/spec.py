@@ -269,8 +269,18 @@ def _grid(grid: Any, file: str) -> list[dict[str, Any]]:
         repeated = next((v for i, v in enumerate(labels) if v in labels[:i]), None)
         if repeated is not None:
             raise _fail(file, f"grid.{key}", f"value {repeated} is listed twice (its runs would share one folder)")
+    return grid_points(grid)
+
+
+def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of a (checked) grid's values, its fields in name order; ``[{}]`` for none."""
     keys = sorted(grid)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))] or [{}]
+
+
+def run_label(variant: str, point: dict[str, Any]) -> str:
+    """A run's variant label: the variant, and a grid point's fields in brackets."""
+    return variant + ("[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]" if point else "")
 
 
 def _reference(ref: Any, file: str) -> dict[str, dict[str, float]]:
@@ -324,7 +334,7 @@ def _env_runs(data: dict[str, Any], file: str, env: str, seeds: list[int], varia
         if ":" in variant and kind == "rlkit":
             raise _fail(file, f"variants.{variant}", f"unknown baseline; choose from {', '.join(BASELINES)}")
         for point in ([{}] if kind != "rlkit" else grid):
-            label = variant + ("[" + ",".join(f"{k}={v}" for k, v in point.items()) + "]" if point else "")
+            label = run_label(variant, point)
             for seed in seeds:
                 try:
                     fields = {**base, **env_fields, **budget_fields, **var_fields, **point}
