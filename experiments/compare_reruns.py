@@ -68,13 +68,15 @@ RECORDED_LATER = ("reps", "variants")
 
 def settings(summary: dict) -> dict:
     """What a report was made with: metric, baseline, normalization (a summary from before the
-    field: min-max where it has an aggregate, else none), resamples and variants where recorded."""
+    field: min-max where it has an aggregate, else none), resamples and variants where recorded,
+    and the envs of its per-env table."""
     made = {k: summary.get(k, v) for k, v in DEFAULTS.items()}
     made["normalize"] = summary.get("normalize", "minmax" if "aggregate" in summary or "aggregate_skipped" in summary
                                     else "none")
     made["reps"] = summary.get("reps")
     made["variants"] = sorted(summary.get("variants_of_sweep", summary.get("variants")) or []) or None
     made["shown"] = sorted(summary["variants"]) if "variants_of_sweep" in summary else None
+    made["envs"] = sorted({r["env"] for r in summary["per_env"]})
     return made
 
 
@@ -102,8 +104,9 @@ def main() -> None:
     made = settings(old_s), settings(new_s)
     differ = [k for k in made[0] if made[0][k] != made[1][k] and (k not in RECORDED_LATER or None not in (made[0][k], made[1][k]))]
     if differ:
+        hint = f"; rlkit report --envs {','.join(made[0]['envs'])} reports on the committed envs" if "envs" in differ else ""
         fail(f"the two reports differ in {', '.join(differ)}: their statistics are not comparable (report the "
-             "rerun as the committed report was)")
+             f"rerun as the committed report was{hint})")
     lines = [f"Evaluations equal to the committed run's: {equal_evaluations(old, new)}.", "",
              *per_env(old_s, new_s), *aggregate(old_s, new_s)]
     print("\n".join(lines))

@@ -30,8 +30,8 @@ USAGE = """usage: rlkit train [--preset NAME [NAME ...]] [FLAGS]   (rlkit train 
        rlkit rlhf tiny-models DIR   (a tiny random policy and reward model, to try the RLHF commands)
        rlkit rm train --backbone MODEL --data PREFS.jsonl --output DIR [FLAGS]
        rlkit sweep SPEC.toml [--out DIR] [--workers N] [--backend local|ray] [--budget smoke] [--dry-run]
-       rlkit report SWEEP_DIR [--baseline VARIANT] [--variants A,B,...] [--metric final|auc|train100]
-                    [--normalize minmax|best-mean|none] [--reps N] [--out DIR]
+       rlkit report SWEEP_DIR [--baseline VARIANT] [--variants A,B,...] [--envs A,B,...]
+                    [--metric final|auc|train100] [--normalize minmax|best-mean|none] [--reps N] [--out DIR]
        rlkit report walltime|tags|staleness SWEEP_DIR [FLAGS] | rlkit report scalars RUN_DIR [FLAGS]
        rlkit records keep SWEEP_DIR RECORDS_DIR | rlkit records restore RECORDS_DIR SWEEP_DIR"""
 
@@ -260,36 +260,9 @@ def _sweep(argv: list[str]) -> int:
 
 
 def _report(argv: list[str]) -> int:
-    from rlkit.cli_report import TOOLS, run_tool, tools_help
+    from rlkit.cli_report import report
 
-    if argv[:1] == ["--"]:  # rlkit report -- NAME: the sweep folder NAME, even when a tool has that name
-        argv = argv[1:]
-    elif argv[:1] and argv[0] in TOOLS:
-        print(run_tool(argv[0], argv[1:], Parser))
-        return 0
-    parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.", epilog=tools_help())
-    parser.add_argument("sweep_dir", help="the sweep's output folder (rlkit sweep --out)")
-    parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
-    parser.add_argument("--metric", default="final", choices=["final", "auc", "train100"],
-                        help="each run's score: its last evaluation, the mean over a common step grid of its "
-                        "evaluations, or the mean return of its last 100 training episodes (the PPO paper's)")
-    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax", "best-mean"], help="across "
-                        "envs: scores scaled from each env's random-policy return (0) to the spec's reference or "
-                        "the best run (1, minmax), or to the best variant's mean (1, best-mean: the PPO paper's "
-                        "Table 1; the spec's random, never its reference), or none (default: minmax)")
-    parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band, 100 to "
-                        "1,000,000 (default: 20,000; a 95%% percentile interval needs enough of them)")
-    parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
-                        "figures and tables (each with the full report's statistics)")
-    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: "
-                        "SWEEP_DIR/report, rewritten each time): a new or empty folder or an earlier report, whose "
-                        "figures the new one does not draw are removed")
-    args = parser.parse_args(argv)
-    from rlkit.ablation.report import split_variants, write_report
-
-    chosen, reps = args.variants and split_variants(args.variants), {"reps": args.reps} if args.reps is not None else {}
-    print(json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, variants=chosen,
-                                  out_dir=args.out, **reps)))
+    print(report(argv, Parser))
     return 0
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Callable
 
 TOOLS = {
@@ -121,3 +122,39 @@ def run_tool(name: str, argv: list[str], parser_class: type[argparse.ArgumentPar
     if write:
         write_section(write, text)
     return text
+
+
+def report(argv: list[str], Parser: Callable[..., argparse.ArgumentParser]) -> str:
+    """``rlkit report``: what a tool (:data:`TOOLS`) found, or a sweep's report written and its paths
+    as JSON: the text to print."""
+    if argv[:1] == ["--"]:  # rlkit report -- NAME: the sweep folder NAME, even when a tool has that name
+        argv = argv[1:]
+    elif argv[:1] and argv[0] in TOOLS:
+        return run_tool(argv[0], argv[1:], Parser)
+    parser = Parser(prog="rlkit report", description="Statistics and figures of a sweep.", epilog=tools_help())
+    parser.add_argument("sweep_dir", help="the sweep's output folder (rlkit sweep --out)")
+    parser.add_argument("--baseline", default=None, help="variant others are compared to (default: the spec's)")
+    parser.add_argument("--metric", default="final", choices=["final", "auc", "train100"],
+                        help="each run's score: its last evaluation, the mean over a common step grid of its "
+                        "evaluations, or the mean return of its last 100 training episodes (the PPO paper's)")
+    parser.add_argument("--normalize", default="minmax", choices=["none", "minmax", "best-mean"], help="across "
+                        "envs: scores scaled from each env's random-policy return (0) to the spec's reference or "
+                        "the best run (1, minmax), or to the best variant's mean (1, best-mean: the PPO paper's "
+                        "Table 1; the spec's random, never its reference), or none (default: minmax)")
+    parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band, 100 to "
+                        "1,000,000 (default: 20,000; a 95%% percentile interval needs enough of them)")
+    parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
+                        "figures and tables (each with the full report's statistics)")
+    parser.add_argument("--envs", metavar="A,B,...", help="report on these environments alone: every statistic, "
+                        "the references and the aggregate included, computed over their runs")
+    parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: "
+                        "SWEEP_DIR/report, rewritten each time): a new or empty folder or an earlier report, whose "
+                        "figures the new one does not draw are removed")
+    args = parser.parse_args(argv)
+    from rlkit.ablation.report import write_report
+    from rlkit.ablation.selection import split_variants
+
+    chosen, reps = args.variants and split_variants(args.variants), {"reps": args.reps} if args.reps is not None else {}
+    envs = None if args.envs is None else [e.strip() for e in args.envs.split(",")]
+    return json.dumps(write_report(args.sweep_dir, args.baseline, args.metric, args.normalize, variants=chosen,
+                                   out_dir=args.out, envs=envs, **reps))

@@ -5,7 +5,6 @@ finished, with the missing and failed runs listed."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,6 +15,7 @@ from rlkit.ablation import curves, figures, rank_tests, stats
 from rlkit.ablation.references import NORMALIZE, best_mean_over, references
 from rlkit.ablation.report_dir import MARKER, check_out, remove_stale
 from rlkit.ablation.results import read_manifest, write_tables
+from rlkit.ablation.selection import chosen, only_envs
 from rlkit.ablation.spec import BASELINES, expand
 from rlkit.errors import ConfigError
 from rlkit.io.files import check_writable, write_atomic, write_json
@@ -46,19 +46,19 @@ own point; each resample holds a copy of the runs, so more exhaust memory."""
 
 
 def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "final", normalize: str = "minmax",
-                 reps: int = stats.REPS, variants: Sequence[str] | None = None, out_dir: str | None = None
-                 ) -> dict[str, Any]:
+                 reps: int = stats.REPS, variants: Sequence[str] | None = None, out_dir: str | None = None,
+                 envs: Sequence[str] | None = None) -> dict[str, Any]:
     """Write the report (to ``out_dir``, default ``SWEEP_DIR/report``); returns the paths written and
     the run counts. ``variants``: show the baseline and these only, in the figures and tables, each
-    with the statistics of the full report (the aggregate's are computed over every variant)."""
-    if isinstance(reps, bool) or not isinstance(reps, int) or not MIN_REPS <= reps <= MAX_REPS:
-        raise ConfigError(f"--reps must be {MIN_REPS:,} to {MAX_REPS:,} bootstrap resamples, got {reps!r} (a 95% "
-                          "percentile interval reads its 2.5th and 97.5th percentiles, which need enough resamples; "
-                          "more only cost memory and time)")
+    with the statistics of the full report (the aggregate's are computed over every variant).
+    ``envs``: report on these environments alone, every statistic computed over them."""
+    _check_options(reps, metric, normalize)
     sweep = Path(sweep_dir)
     out = Path(out_dir) if out_dir is not None else sweep / "report"
     check_out(out, sweep / "report")
     spec, runs, results = _load(sweep)
+    if envs is not None:
+        runs, results = only_envs(envs, spec.envs, runs, results)
     present = [v for v in spec.variants if v in set(results["variant"])]
     named = f"--baseline {baseline!r}" if baseline else f"the spec's baseline {spec.baseline!r}"
     baseline = baseline or spec.baseline
@@ -68,10 +68,6 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     if baseline not in present:
         raise ConfigError(f"{named} has no finished runs; choose another with --baseline: {', '.join(present)}")
     shown = chosen(variants, spec.variants, present, baseline)
-    if metric not in METRICS:
-        raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if normalize not in NORMALIZE:
-        raise ConfigError(f"--normalize must be one of {', '.join(NORMALIZE)}, got {normalize!r}")
     scores = {"final": lambda: stats.final_scores(results), "auc": lambda: stats.auc_scores(results),
               "train100": lambda: stats.train100_scores(runs)}[metric]()
     broken = scores[~np.isfinite(scores["score"].to_numpy(dtype=float))]
@@ -97,6 +93,8 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
                                               **rank_tests.against_baseline(mine, shown, baseline)}}
     if len(shown) < len(present):
         summary["variants_of_sweep"] = present
+    if envs is not None:
+        summary["envs_of_sweep"] = list(spec.envs)
     pngs = _curve_figures(results, shown, baseline, look, reps, out)
     pngs.insert(0, "per_env.png")
     figures.per_env(pd.DataFrame(summary["per_env"]), look, out / "per_env.png")
@@ -105,29 +103,16 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     return _finish(out, spec, runs, summary, pngs)
 
 
-def chosen(names: Sequence[str] | None, known: Sequence[str], present: Sequence[str], baseline: str) -> list[str]:
-    """The variants a report shows: the baseline and ``names`` (all with finished runs when
-    None), in the spec's order with the baseline first. A name the spec does not hold, or one
-    without finished runs, is a one-line :class:`ConfigError` listing the choices."""
-    if names is None:
-        return [baseline] + [v for v in present if v != baseline]
-    if not names or any(not n.strip() for n in names):
-        raise ConfigError(f"--variants must name variants separated by commas, got {','.join(names)!r}")
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"--variants: unknown variant(s) {', '.join(unknown)}; the sweep's variants: "
-                          f"{', '.join(known)}")
-    idle = [n for n in names if n not in present]
-    if idle:
-        raise ConfigError(f"--variants: {', '.join(idle)} has no finished runs; variants with finished runs: "
-                          f"{', '.join(present)}")
-    return [baseline] + [v for v in present if v in set(names) and v != baseline]
-
-
-def split_variants(text: str) -> list[str]:
-    """``--variants a,b,c`` as names; a comma inside brackets is part of a grid variant's name
-    (``outer[outer_lr=1.5,outer_momentum=0.9]``)."""
-    return [name.strip() for name in re.split(r",(?![^\[]*\])", text)]
+def _check_options(reps: int, metric: str, normalize: str) -> None:
+    """A one-line :class:`ConfigError` for ``--reps``, ``--metric`` or ``--normalize`` out of range."""
+    if isinstance(reps, bool) or not isinstance(reps, int) or not MIN_REPS <= reps <= MAX_REPS:
+        raise ConfigError(f"--reps must be {MIN_REPS:,} to {MAX_REPS:,} bootstrap resamples, got {reps!r} (a 95% "
+                          "percentile interval reads its 2.5th and 97.5th percentiles, which need enough resamples; "
+                          "more only cost memory and time)")
+    if metric not in METRICS:
+        raise ConfigError(f"--metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if normalize not in NORMALIZE:
+        raise ConfigError(f"--normalize must be one of {', '.join(NORMALIZE)}, got {normalize!r}")
 
 
 def _ordered(table: pd.DataFrame, shown: list[str]) -> pd.DataFrame:
@@ -281,6 +266,10 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
                   "`--variants`). Every statistic is the full report's: the per-env intervals and rank tests are "
                   "computed per variant, the aggregate across environments (its references, environments and "
                   "intervals) over every variant.", ""]
+    if "envs_of_sweep" in s:
+        lines += [f"Environments: {', '.join(dict.fromkeys(r['env'] for r in s['per_env']))} only (`--envs`; the "
+                  f"sweep's: {', '.join(s['envs_of_sweep'])}). Every statistic, the references and the aggregate "
+                  "included, is computed over these environments' runs alone.", ""]
     lines += _few_runs(s)
     missing = runs[runs.status != "done"]
     if len(missing):

@@ -95,3 +95,12 @@ def test_a_summary_of_another_shape_is_one_line(tmp_path):
     del summary["baseline"]
     (old / "summary.json").write_text(json.dumps({**summary, "aggregate": {"ppo": {"iqm": [1, 0, 2]}}}))
     assert compare(old, old).returncode == 0  # a summary from before the baseline was recorded
+
+
+def test_a_rerun_over_other_envs_is_refused_with_the_flag_that_matches_them(tmp_path):
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,5.0,0"], [env_row("ppo", 5)])
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.0,5.0,0", "ppo,F,1,rlkit,10,1.0,5.0,0"],
+                 [env_row("ppo", 5), {**env_row("ppo", 7), "env": "F"}])
+    done = compare(old, new)
+    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
+    assert "differ in envs" in done.stderr and "rlkit report --envs E reports on the committed envs" in done.stderr

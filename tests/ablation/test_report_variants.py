@@ -6,7 +6,7 @@ import json
 import pytest
 
 from rlkit.ablation import figures
-from rlkit.ablation.report import split_variants
+from rlkit.ablation.selection import split_variants
 from rlkit.cli import main
 from tests.ablation.test_hostile_sweeps import fake_sweep
 

@@ -1,0 +1,60 @@
+"""``rlkit report --envs``: a report computed over the chosen environments' runs alone equals the
+report of a sweep that holds only those environments; bad names are refused in one line."""
+
+import json
+
+import pytest
+
+from rlkit.cli import main
+from tests.ablation.test_hostile_sweeps import fake_sweep
+
+ENVS = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1")
+STATS = ("per_env", "aggregate", "improvement", "references", "envs_aggregated", "seeds_aggregated", "rank_tests",
+         "runs")
+
+
+def finals(envs):
+    """Three variants (a the baseline), five seeds, returns that order the variants differently per env."""
+    return {(v, e, s): [10.0 * s, 40.0 * ((k + i) % 3) + 9.0 * s + 5.0 * i]
+            for k, v in enumerate("abc") for i, e in enumerate(envs) for s in range(1, 6)}
+
+
+def sweep_in(tmp_path, name, envs, runs_on):
+    base = tmp_path / name
+    base.mkdir()
+    return fake_sweep(base, finals(runs_on), envs=envs)
+
+
+@pytest.mark.parametrize("normalize", ["minmax", "best-mean"])
+def test_a_report_on_some_envs_equals_a_sweep_of_those_envs_alone(tmp_path, normalize):
+    full = sweep_in(tmp_path, "full", ENVS, ENVS)
+    alone = sweep_in(tmp_path, "alone", ENVS[:2], ENVS[:2])
+    flags = ["--baseline", "a", "--reps", "300", "--normalize", normalize]
+    assert main(["report", str(full), *flags, "--envs", "Acrobot-v1, CartPole-v1", "--out", str(tmp_path / "some")]) == 0
+    assert main(["report", str(alone), *flags]) == 0
+    assert main(["report", str(full), *flags]) == 0
+    some, two, every = (json.loads((d / "summary.json").read_text())
+                        for d in (tmp_path / "some", alone / "report", full / "report"))
+    for key in STATS:
+        assert some[key] == two[key], key
+    assert some["envs_of_sweep"] == list(ENVS) and "envs_of_sweep" not in two
+    assert every["aggregate"] != some["aggregate"] and len(every["per_env"]) == 9  # the full report is unchanged
+    text = (tmp_path / "some" / "report.md").read_text()
+    assert "Environments: CartPole-v1, Acrobot-v1 only (`--envs`; the sweep's: CartPole-v1, Acrobot-v1, Pendulum-v1)" in text
+    assert "| Pendulum-v1 |" not in text and "| Pendulum-v1 |" in (full / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("chosen, message", [
+    ("CartPole-v1,Nope-v0", "--envs: unknown environment(s) Nope-v0; the sweep's environments: CartPole-v1, "
+                            "Acrobot-v1, Pendulum-v1"),
+    ("CartPole-v1,,Acrobot-v1", "--envs must name environments separated by commas"),
+    ("Pendulum-v1", "--envs: Pendulum-v1 has no finished runs; environments with finished runs: CartPole-v1, "
+                    "Acrobot-v1"),
+])
+def test_bad_env_names_are_refused_in_one_line(tmp_path, capsys, chosen, message):
+    sweep = sweep_in(tmp_path, "s", ENVS, ENVS[:2])
+    out = tmp_path / "refused"
+    assert main(["report", str(sweep), "--baseline", "a", "--envs", chosen, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rlkit: error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()
