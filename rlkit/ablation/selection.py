@@ -17,16 +17,7 @@ def chosen(names: Sequence[str] | None, known: Sequence[str], present: Sequence[
     without finished runs, is a one-line :class:`ConfigError` listing the choices."""
     if names is None:
         return [baseline] + [v for v in present if v != baseline]
-    if not names or any(not n.strip() for n in names):
-        raise ConfigError(f"--variants must name variants separated by commas, got {','.join(names)!r}")
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise ConfigError(f"--variants: unknown variant(s) {', '.join(unknown)}; the sweep's variants: "
-                          f"{', '.join(known)}")
-    idle = [n for n in names if n not in present]
-    if idle:
-        raise ConfigError(f"--variants: {', '.join(idle)} has no finished runs; variants with finished runs: "
-                          f"{', '.join(present)}")
+    _check_names("--variants", "variant", names, known, present)
     return [baseline] + [v for v in present if v in set(names) and v != baseline]
 
 
@@ -42,14 +33,19 @@ def only_envs(names: Sequence[str], known: Sequence[str], runs: pd.DataFrame, re
     statistic of the report, its references and aggregate included, is then computed over them.
     An empty name, one the sweep does not hold or one without evaluations is a one-line
     :class:`ConfigError` listing the choices."""
+    _check_names("--envs", "environment", names, known, [e for e in known if e in set(results["env"])])
+    return runs[runs.env.isin(names)], results[results.env.isin(names)]
+
+
+def _check_names(flag: str, what: str, names: Sequence[str], known: Sequence[str], present: Sequence[str]) -> None:
+    """A one-line :class:`ConfigError` for an empty name in ``names``, one not in ``known`` or one
+    without finished runs (not in ``present``), listing the choices."""
     if not names or any(not n.strip() for n in names):
-        raise ConfigError(f"--envs must name environments separated by commas, got {','.join(names)!r}")
+        raise ConfigError(f"{flag} must name {what}s separated by commas, got {','.join(names)!r}")
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ConfigError(f"--envs: unknown environment(s) {', '.join(unknown)}; the sweep's environments: "
-                          f"{', '.join(known)}")
-    idle = [n for n in names if n not in set(results["env"])]
+        raise ConfigError(f"{flag}: unknown {what}(s) {', '.join(unknown)}; the sweep's {what}s: {', '.join(known)}")
+    idle = [n for n in names if n not in present]
     if idle:
-        raise ConfigError(f"--envs: {', '.join(idle)} has no finished runs; environments with finished runs: "
-                          f"{', '.join(e for e in known if e in set(results['env']))}")
-    return runs[runs.env.isin(names)], results[results.env.isin(names)]
+        raise ConfigError(f"{flag}: {', '.join(idle)} has no finished runs; {what}s with finished runs: "
+                          f"{', '.join(present)}")
