@@ -18,6 +18,7 @@ import numpy as np
 
 from rlkit.ablation.events import scalars
 from rlkit.ablation.measurements import cpu_model
+from rlkit.ablation.results import read_manifest
 from rlkit.errors import ConfigError
 
 STALENESS_TAGS = [("hp3o/newest_sample_frac", "newest share"), ("hp3o/sampled_age", "mean age"),
@@ -29,7 +30,8 @@ STALENESS_TAGS = [("hp3o/newest_sample_frac", "newest share"), ("hp3o/sampled_ag
 
 def finished_runs(sweep_dir: str | Path, env: str | None = None) -> list[dict[str, str]]:
     """The rows of the sweep's runs.csv for its finished rlkit runs (of ``env`` only, when given);
-    a folder without a readable runs.csv is a one-line :class:`ConfigError`."""
+    a folder without a sweep's manifest or a readable runs.csv is a one-line :class:`ConfigError`."""
+    read_manifest(Path(sweep_dir))  # a runs.csv outside a sweep folder is not a sweep's
     try:
         with open(Path(sweep_dir) / "runs.csv", encoding="utf-8", newline="") as f:
             rows = list(csv.DictReader(f))

@@ -4,6 +4,7 @@ reads them, runs without events, with a damaged event file or no final return ar
 named, and a sweep with nothing to read is refused in one line with nothing appended."""
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ def staleness(report_tool):
 def sweep(tmp_path: Path, runs: list[dict]) -> Path:
     root = tmp_path / "sweep"
     (root / "runs").mkdir(parents=True)
+    (root / "manifest.json").write_text(json.dumps({"spec": {}, "budget": None}))  # what marks a sweep folder
     with open(root / "runs.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, FIELDS)
         writer.writeheader()
@@ -75,18 +77,22 @@ def test_a_sweep_without_hp3o_and_an_unlogged_tag_say_so(staleness, report_tool,
     assert code == 0 and "No run logged no/such_tag." in out and "No run logged losses/approx_kl" not in out
 
 
-@pytest.mark.parametrize("case", ["no runs.csv", "nothing readable", "header only"])
+@pytest.mark.parametrize("case", ["no runs.csv", "nothing readable", "header only", "no manifest"])
 def test_a_sweep_with_nothing_to_read_is_refused_and_nothing_is_appended(staleness, tmp_path, case):
     root = sweep(tmp_path, [{}, {}])
     if case == "no runs.csv":
         (root / "runs.csv").unlink()
     if case == "header only":
         (root / "runs.csv").write_text(",".join(FIELDS) + "\n")
+    if case == "no manifest":  # a runs.csv outside a sweep folder
+        events(root / "runs" / "r1", "1000.a", {1: 1.0})
+        (root / "manifest.json").unlink()
     results = tmp_path / "R.md"
     results.write_text("# earlier\n")
     code, out, err = staleness(root, "--write", results)
     assert code == 2 and not out and "Traceback" not in err
     assert err.startswith("rlkit: error: ") and len(err.strip().splitlines()) == 1
+    assert ("is not a sweep directory (no manifest.json)" in err) == (case == "no manifest")
     assert results.read_text() == "# earlier\n"
 
 

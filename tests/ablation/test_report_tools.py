@@ -78,8 +78,8 @@ def test_the_reports_help_names_the_tools_and_the_two_dashes_and_every_flag_has_
 
 @pytest.mark.parametrize("tool, args, message", [
     ("tags", ["{tmp}", "--tags", "x", "--k", "0"], "--k must be at least 1, got 0"),
-    ("tags", ["{tmp}", "--tags", "x"], "no readable runs.csv"),
-    ("staleness", ["{tmp}"], "no readable runs.csv"),
+    ("tags", ["{tmp}", "--tags", "x"], "is not a sweep directory (no manifest.json)"),
+    ("staleness", ["{tmp}"], "is not a sweep directory (no manifest.json)"),
     ("scalars", ["{tmp}"], "no TensorBoard event file"),
     ("scalars", ["{tmp}", "--block", "-1"], "--block 0 or more"),
     ("walltime", ["{tmp}"], "is not a readable sweep folder"),
