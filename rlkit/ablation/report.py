@@ -320,7 +320,8 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
         lines.append(f"| {v} | {s['seeds_aggregated'][v]} | {_interval(a['iqm'], 3)} | {_interval(a['median'], 3)} | "
                      f"{_interval(a['mean'], 3)} | {_interval(a['optimality_gap'], 3)} | "
                      f"{_interval(p, 3) if p else '—'} |")
-    if s.get("intervals", {}).get("intervals_reliable", True):
+    few = [c for c in s.get("intervals", {}).get("below_min_runs", []) if c["env"] in {*s["envs_aggregated"], "all"}]
+    if not few:  # runs with few seeds on an env left out of the aggregate do not enter its intervals
         lines += ["", "Intervals are 95% stratified-bootstrap CIs (rliable). A variant is better than the baseline "
                       "with confidence when its P(> baseline) interval lies above 0.5; overlapping IQM intervals "
                       "alone do not show a difference."]

@@ -194,3 +194,18 @@ def test_an_aggregate_of_fewer_seeds_than_its_envs_hold_is_not_reliable_either(t
     assert summary["intervals"]["intervals_reliable"] is False
     assert summary["intervals"]["below_min_runs"] == [{"variant": "outer", "env": "all", "runs": 3}]
     assert "with confidence" not in text and "the intervals are not reliable" in text
+
+
+def test_few_runs_on_an_env_the_aggregate_leaves_out_do_not_mark_the_aggregate(tmp_path):
+    """Five seeds of each variant on CartPole; on Acrobot, which the aggregate leaves out (ppo has no
+    run there), outer has two: the per-env intervals are flagged, the aggregate's reading is kept."""
+    finals = {(v, "CartPole-v1", s): [100.0 * s + (50.0 if v == "outer" else 0.0)] for v in ("outer", "ppo")
+              for s in range(1, 6)}
+    finals.update({("outer", "Acrobot-v1", s): [-100.0 + s] for s in (1, 2)})
+    paths = write_report(str(fake_sweep(tmp_path, finals, envs=("CartPole-v1", "Acrobot-v1"))), baseline="ppo", reps=200)
+    summary, text = json.loads(Path(paths["summary"]).read_text()), Path(paths["report"]).read_text()
+    assert summary["envs_aggregated"] == ["CartPole-v1"] and "Acrobot-v1" in summary["envs_left_out"]
+    assert summary["intervals"]["below_min_runs"] == [{"variant": "outer", "env": "Acrobot-v1", "runs": 2}]
+    assert text.startswith("# Sweep report") and "**Few runs: the intervals are not reliable.**" in text
+    assert "with confidence when its P(> baseline) interval lies above 0.5" in text
+    assert "computed from fewer than" not in text
