@@ -74,6 +74,10 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     scores = scores.drop(broken.index)
     if scores.empty:
         raise ConfigError(f"{sweep}: every finished run's score is NaN or inf; nothing to report")
+    scored = [v for v in present if v in set(scores["variant"])]  # a variant whose every score is NaN has none
+    if baseline not in scored:
+        raise ConfigError(f"{named} has no run with a finite {metric} score; choose another with --baseline: "
+                          f"{', '.join(scored)}")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -99,7 +103,7 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     pngs.insert(0, "per_env.png")
     figures.per_env(pd.DataFrame(summary["per_env"]), look, out / "per_env.png")
     if normalize != "none":
-        pngs += _across_envs(spec, scores, present, shown, baseline, reps, summary, look, out, normalize)
+        pngs += _across_envs(spec, scores, scored, shown, baseline, reps, summary, look, out, normalize)
     return _finish(out, spec, runs, summary, pngs)
 
 
@@ -143,7 +147,7 @@ def _curve_figures(results: pd.DataFrame, shown: list[str], baseline: str, look:
 def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: list[str], baseline: str, reps: int,
                summary: dict[str, Any], look: dict[str, figures.Look], out: Path, normalize: str) -> list[str]:
     """The aggregate across envs of scores normalized as ``normalize`` says (:data:`NORMALIZE`),
-    computed over every variant with runs (``present``) and shown for ``shown``: into ``summary``;
+    computed over every variant with finite scores (``present``) and shown for ``shown``: into ``summary``;
     its figures' names."""
     refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers(), normalize)
     summary["references"], summary["normalize"] = refs, normalize
@@ -162,7 +166,7 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
         return []
     aggregate = stats.interval_estimates(matrices, reps)
     gains = stats.improvement(matrices, baseline, reps)
-    seeds = {v: len(matrices[v]) for v in shown}
+    seeds = {v: len(matrices[v]) for v in shown if v in matrices}
     summary.update(envs_aggregated=envs, seeds_aggregated=seeds,
                    aggregate={v: aggregate[v] for v in shown if v in aggregate},
                    improvement={v: gains[v] for v in shown if v in gains})
@@ -278,7 +282,7 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
                                                                           and r.error else "") for r in missing.itertuples()]
         lines.append("")
     if s.get("non_finite"):
-        lines += ["Left out of every statistic (final score NaN or inf): " + ", ".join(
+        lines += [f"Left out of every statistic ({s['metric']} score NaN or inf): " + ", ".join(
             f"{r['variant']} / {r['env']} / seed {r['seed']}" for r in s["non_finite"]), ""]
     if s.get("aggregate_skipped"):
         lines += [f"No aggregate across environments: {s['aggregate_skipped']}.", *_left_out(s), ""]

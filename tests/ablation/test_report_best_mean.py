@@ -77,3 +77,21 @@ def test_on_a_partial_sweep_the_one_is_the_best_mean_over_the_runs_aggregated(tm
     assert summary["runs_left_out"] == ["b / CartPole-v1 / seed 3"]
     assert "Runs left out of the aggregate (their seed did not finish on every env aggregated): b / CartPole-v1 / " \
            "seed 3." in (sweep / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("normalize", ["best-mean", "minmax"])
+def test_a_variant_without_a_finite_score_is_left_out_of_the_aggregate_not_a_crash(tmp_path, normalize):
+    """c's every run scores NaN (as an SB3 reference does under train100): the aggregate is a's and
+    b's, c's runs are named; c as the baseline is refused in one line."""
+    finals = {**FINALS, **{("c", "CartPole-v1", s): [float("nan")] for s in (1, 2, 3)}}
+    sweep = fake_sweep(tmp_path, finals)
+    paths = write_report(str(sweep), "a", normalize=normalize, reps=100)
+    summary = strict_json(paths["summary"])
+    assert set(summary["aggregate"]) == {"a", "b"} and summary["envs_aggregated"] == ["CartPole-v1"]
+    assert {(r["variant"], r["seed"]) for r in summary["non_finite"]} == {("c", 1), ("c", 2), ("c", 3)}
+    assert "Left out of every statistic (final score NaN or inf): c / CartPole-v1 / seed 1" in \
+        open(paths["report"]).read()
+    with pytest.raises(ConfigError, match=r"^--baseline 'c' has no run with a finite final score; choose another "
+                                          r"with --baseline: a, b$"):
+        write_report(str(sweep), "c", normalize=normalize, reps=100, out_dir=str(tmp_path / "other"))
+    assert not (tmp_path / "other").exists()
