@@ -267,9 +267,10 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
     if "variants_of_sweep" in s:
         lines += [f"Shown: the baseline and {', '.join(v for v in s['variants'] if v != s['baseline'])} "
                   f"({len(s['variants'])} of the sweep's {len(s['variants_of_sweep'])} variants with finished runs, "
-                  "`--variants`). Every statistic is the full report's: the per-env intervals and rank tests are "
-                  "computed per variant, the aggregate across environments (its references, environments and "
-                  "intervals) over every variant.", ""]
+                  "`--variants`). Every statistic is that of the report of every variant" +
+                  (" on the environments below" if "envs_of_sweep" in s else "") + ": the per-env intervals and "
+                  "rank tests are computed per variant, the aggregate across environments (its references, "
+                  "environments and intervals) over every variant.", ""]
     if "envs_of_sweep" in s:
         lines += [f"Environments: {', '.join(dict.fromkeys(r['env'] for r in s['per_env']))} only (`--envs`; the "
                   f"sweep's: {', '.join(s['envs_of_sweep'])}). Every statistic, the references and the aggregate "
@@ -326,11 +327,11 @@ def _aggregate(s: dict[str, Any]) -> list[str]:
                      f"{_interval(p, 3) if p else '—'} |")
     few = [c for c in s.get("intervals", {}).get("below_min_runs", []) if c["env"] in {*s["envs_aggregated"], "all"}]
     if not few:  # runs with few seeds on an env left out of the aggregate do not enter its intervals
-        lines += ["", "Intervals are 95% stratified-bootstrap CIs (rliable). A variant is better than the baseline "
+        lines += ["", f"Intervals are 95% stratified-bootstrap CIs (rliable, {s['reps']:,} resamples). A variant is better than the baseline "
                       "with confidence when its P(> baseline) interval lies above 0.5; overlapping IQM intervals "
                       "alone do not show a difference."]
     else:
-        lines += ["", f"Intervals are 95% stratified-bootstrap CIs (rliable), computed from fewer than "
+        lines += ["", f"Intervals are 95% stratified-bootstrap CIs (rliable, {s['reps']:,} resamples), computed from fewer than "
                       f"{s['intervals']['min_runs']} runs per variant and env: they are not reliable, and neither an "
                       "interval above 0.5 nor one apart from another shows a difference here. See the rank tests."]
     return lines

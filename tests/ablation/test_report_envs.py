@@ -42,6 +42,17 @@ def test_a_report_on_some_envs_equals_a_sweep_of_those_envs_alone(tmp_path, norm
     text = (tmp_path / "some" / "report.md").read_text()
     assert "Environments: CartPole-v1, Acrobot-v1 only (`--envs`; the sweep's: CartPole-v1, Acrobot-v1, Pendulum-v1)" in text
     assert "| Pendulum-v1 |" not in text and "| Pendulum-v1 |" in (full / "report" / "report.md").read_text()
+    assert "CIs (rliable, 300 resamples)" in text
+
+
+def test_with_some_variants_the_statistics_are_named_as_those_of_the_chosen_envs(tmp_path):
+    full = sweep_in(tmp_path, "full", ENVS, ENVS)
+    out = tmp_path / "both"
+    assert main(["report", str(full), "--baseline", "a", "--reps", "200", "--variants", "c", "--envs", "Acrobot-v1",
+                 "--out", str(out)]) == 0
+    text = (out / "report.md").read_text()
+    assert "Every statistic is that of the report of every variant on the environments below:" in text
+    assert "Environments: Acrobot-v1 only" in text
 
 
 @pytest.mark.parametrize("chosen, message", [
