@@ -80,6 +80,17 @@ def settings(summary: dict) -> dict:
     return made
 
 
+def envs_hint(committed: list[str], rerun: list[str]) -> str:
+    """How to report both on the same envs: the committed envs where the rerun has them all, else the
+    envs they share (naming the ones the rerun lacks)."""
+    lacking = [e for e in committed if e not in rerun]
+    if not lacking:
+        return f"; rlkit report --envs {','.join(committed)} reports on the committed envs"
+    common = [e for e in committed if e in rerun]
+    both = f"; rlkit report --envs {','.join(common)} on both reports on the envs they share" if common else ""
+    return f"; the rerun has no runs on {', '.join(lacking)}{both}"
+
+
 def fail(message: str) -> None:
     print(f"compare_reruns: error: {message}", file=sys.stderr)
     raise SystemExit(2)
@@ -104,7 +115,7 @@ def main() -> None:
     made = settings(old_s), settings(new_s)
     differ = [k for k in made[0] if made[0][k] != made[1][k] and (k not in RECORDED_LATER or None not in (made[0][k], made[1][k]))]
     if differ:
-        hint = f"; rlkit report --envs {','.join(made[0]['envs'])} reports on the committed envs" if "envs" in differ else ""
+        hint = envs_hint(made[0]["envs"], made[1]["envs"]) if "envs" in differ else ""
         fail(f"the two reports differ in {', '.join(differ)}: their statistics are not comparable (report the "
              f"rerun as the committed report was{hint})")
     lines = [f"Evaluations equal to the committed run's: {equal_evaluations(old, new)}.", "",

@@ -124,6 +124,16 @@ def run_tool(name: str, argv: list[str], parser_class: type[argparse.ArgumentPar
     return text
 
 
+class _Once(argparse.Action):
+    """A list flag given once: a second ``--envs`` would silently replace the first."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{option_string} given twice: name every choice in one, separated by commas")
+        setattr(namespace, self.dest, values)
+
+
 def report(argv: list[str], Parser: Callable[..., argparse.ArgumentParser]) -> str:
     """``rlkit report``: what a tool (:data:`TOOLS`) found, or a sweep's report written and its paths
     as JSON: the text to print."""
@@ -143,14 +153,19 @@ def report(argv: list[str], Parser: Callable[..., argparse.ArgumentParser]) -> s
                         "Table 1; the spec's random, never its reference), or none (default: minmax)")
     parser.add_argument("--reps", type=int, help="bootstrap resamples of every interval and band, 100 to "
                         "1,000,000 (default: 20,000; a 95%% percentile interval needs enough of them)")
-    parser.add_argument("--variants", metavar="A,B,...", help="show the baseline and these variants only, in the "
-                        "figures and tables (each with the full report's statistics)")
-    parser.add_argument("--envs", metavar="A,B,...", help="report on these environments alone: every statistic, "
-                        "the references and the aggregate included, computed over their runs")
+    parser.add_argument("--variants", metavar="A,B,...", action=_Once, help="show the baseline and these variants "
+                        "only, in the figures and tables (each with the full report's statistics; the spec's order)")
+    parser.add_argument("--envs", metavar="A,B,...", action=_Once, help="report on these environments alone: every "
+                        "statistic, the references and the aggregate included, computed over their runs (tables in "
+                        "the spec's order)")
     parser.add_argument("--out", default=None, metavar="DIR", help="where the report goes (default: "
                         "SWEEP_DIR/report, rewritten each time): a new or empty folder or an earlier report, whose "
                         "figures the new one does not draw are removed")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        lists = " (--variants and --envs take names separated by commas, no spaces)" if (
+            args.variants or args.envs) and not extra[0].startswith("-") else ""
+        parser.error(f"unrecognized arguments: {' '.join(extra)}{lists}")
     from rlkit.ablation.report import write_report
     from rlkit.ablation.selection import split_variants
 

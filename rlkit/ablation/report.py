@@ -272,9 +272,11 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
                   "rank tests are computed per variant, the aggregate across environments (its references, "
                   "environments and intervals) over every variant.", ""]
     if "envs_of_sweep" in s:
-        lines += [f"Environments: {', '.join(dict.fromkeys(r['env'] for r in s['per_env']))} only (`--envs`; the "
-                  f"sweep's: {', '.join(s['envs_of_sweep'])}). Every statistic, the references and the aggregate "
-                  "included, is computed over these environments' runs alone.", ""]
+        shown = list(dict.fromkeys(r["env"] for r in s["per_env"]))
+        lines += [f"Environments: {', '.join(shown)} only (`--envs`; the sweep's: {', '.join(s['envs_of_sweep'])}). "
+                  "Every statistic, the references and the aggregate included, is computed over these environments' "
+                  "runs alone.", ""] if set(shown) != set(s["envs_of_sweep"]) else [
+                  "Environments: every one of the sweep's (`--envs` names them all).", ""]
     lines += _few_runs(s)
     missing = runs[runs.status != "done"]
     if len(missing):

@@ -104,3 +104,13 @@ def test_a_rerun_over_other_envs_is_refused_with_the_flag_that_matches_them(tmp_
     done = compare(old, new)
     assert done.returncode == 2 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
     assert "differ in envs" in done.stderr and "rlkit report --envs E reports on the committed envs" in done.stderr
+
+
+def test_a_rerun_that_lacks_a_committed_env_is_pointed_at_the_envs_both_have(tmp_path):
+    old = report(tmp_path / "old", ["ppo,E,1,rlkit,10,1.0,5.0,0", "ppo,F,1,rlkit,10,1.0,5.0,0"],
+                 [env_row("ppo", 5), {**env_row("ppo", 7), "env": "F"}])
+    new = report(tmp_path / "new", ["ppo,E,1,rlkit,10,1.0,5.0,0", "ppo,G,1,rlkit,10,1.0,5.0,0"],
+                 [env_row("ppo", 5), {**env_row("ppo", 7), "env": "G"}])
+    done = compare(old, new)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "the rerun has no runs on F; rlkit report --envs E on both reports on the envs they share" in done.stderr

@@ -69,3 +69,34 @@ def test_bad_env_names_are_refused_in_one_line(tmp_path, capsys, chosen, message
     err = capsys.readouterr().err
     assert err.startswith("rlkit: error: ") and message in err and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_naming_every_env_says_so_and_equals_the_full_report(tmp_path):
+    full = sweep_in(tmp_path, "full", ENVS, ENVS)
+    flags = ["--baseline", "a", "--reps", "200"]
+    assert main(["report", str(full), *flags, "--envs", ",".join(reversed(ENVS)), "--out", str(tmp_path / "all")]) == 0
+    assert main(["report", str(full), *flags]) == 0
+    every, named = (json.loads((d / "summary.json").read_text()) for d in (full / "report", tmp_path / "all"))
+    for key in STATS:
+        assert named[key] == every[key], key
+    text = (tmp_path / "all" / "report.md").read_text()
+    assert "Environments: every one of the sweep's (`--envs` names them all)." in text and " only (`--envs`" not in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--envs", "CartPole-v1", "Acrobot-v1"], "unrecognized arguments: Acrobot-v1 (--variants and --envs take names "
+                                              "separated by commas, no spaces)"),
+    (["--envs", "CartPole-v1", "--envs", "Acrobot-v1"], "--envs given twice: name every choice in one, separated by "
+                                                         "commas"),
+    (["--variants", "b", "--variants", "c"], "--variants given twice"),
+    (["--nope", "x"], "unrecognized arguments: --nope x (see rlkit report --help)"),
+])
+def test_a_list_split_by_a_space_or_given_twice_is_refused_in_one_line(tmp_path, capsys, argv, message):
+    sweep = sweep_in(tmp_path, "s", ENVS, ENVS)
+    out = tmp_path / "refused"
+    assert main(["report", str(sweep), "--baseline", "a", *argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rlkit: error: ") and message in err and err.count("\n") == 1
+    assert not out.exists()
+    if argv[0] == "--nope":
+        assert "commas" not in err  # the hint is for a list's second name, not an unknown flag
