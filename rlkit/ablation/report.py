@@ -272,11 +272,13 @@ def _markdown(spec: Any, runs: pd.DataFrame, s: dict[str, Any], pngs: list[str])
                   "rank tests are computed per variant, the aggregate across environments (its references, "
                   "environments and intervals) over every variant.", ""]
     if "envs_of_sweep" in s:
-        shown = list(dict.fromkeys(r["env"] for r in s["per_env"]))
-        lines += [f"Environments: {', '.join(shown)} only (`--envs`; the sweep's: {', '.join(s['envs_of_sweep'])}). "
-                  "Every statistic, the references and the aggregate included, is computed over these environments' "
-                  "runs alone.", ""] if set(shown) != set(s["envs_of_sweep"]) else [
-                  "Environments: every one of the sweep's (`--envs` names them all).", ""]
+        envs = list(dict.fromkeys(r["env"] for r in s["per_env"]))
+        if set(envs) == set(s["envs_of_sweep"]):
+            lines += ["Environments: every one of the sweep's (`--envs` names them all).", ""]
+        else:
+            lines += [f"Environments: {', '.join(envs)} only (`--envs`; the sweep's: {', '.join(s['envs_of_sweep'])}). "
+                      "Every statistic, the references and the aggregate included, is computed over these "
+                      "environments' runs alone.", ""]
     lines += _few_runs(s)
     missing = runs[runs.status != "done"]
     if len(missing):
