@@ -101,10 +101,15 @@ def shown(x: float) -> float:
     return round(x, 2)
 
 
+def two(x: float) -> str:
+    """``x`` at two decimals, a value that rounds to zero without a sign."""
+    return f"{x:.2f}".replace("-0.00", "0.00")
+
+
 def interval(value: list[float] | None) -> str:
     if not value:
         return "—"
-    text = f"{value[0]:.2f} [{value[1]:.2f}, {value[2]:.2f}]"
+    text = f"{two(value[0])} [{two(value[1])}, {two(value[2])}]"
     return text + " (degenerate)" if value[1] == value[2] else text
 
 
@@ -169,7 +174,7 @@ def per_task(s: dict) -> list[str]:
     for v in PAPER:
         if all((v, e) in means for e in envs):
             cells = [(means[(v, e)] - refs[e]["random"]) / (refs[e]["reference"] - refs[e]["random"]) for e in envs]
-            rows.append(f"| {v} | " + " | ".join(f"{c:.2f}" for c in cells) + " |")
+            rows.append(f"| {v} | " + " | ".join(two(c) for c in cells) + " |")
         elif v in s["aggregate"]:
             absent.append(v)
     if absent:

@@ -132,3 +132,10 @@ def test_a_summary_of_odd_fields_is_refused_in_one_line_never_a_traceback(tmp_pa
     done = run(summary(tmp_path, **cases[0]))
     assert done.returncode == 2 and done.stdout == "" and done.stderr.startswith("table1_reading: error: ")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_a_score_that_rounds_to_zero_prints_without_a_sign(tmp_path):
+    agg = {"clip0.2": {"mean": [0.9, 0.8, 1.0], "iqm": [0.9, 0.8, 1.0]},
+           "noclip": {"mean": [-0.001, -0.08, 0.09], "iqm": [-0.004, -0.02, 0.09]}}
+    out = run(summary(tmp_path, aggregate=agg)).stdout.splitlines()
+    assert "| noclip | -0.39 | 0.00 [-0.08, 0.09] | 0.00 [-0.02, 0.09] | 0.00 [0.00, 0.10] | 2 / 2 |" in out, out
