@@ -5,7 +5,9 @@ means, and how the settings' order agrees with the paper's.
     rlkit report sweeps/ppo_objectives_table1 --metric train100 --normalize best-mean --out REPORT
     python experiments/ppo_objectives/table1_reading.py REPORT
 
-REPORT is the folder of that report (its ``summary.json``). The tables are printed as Markdown,
+REPORT is the folder of that report (its ``summary.json``). The paper sets "the best result" to 1
+on each task: ``best-mean`` reads it as the best setting's mean, ``minmax`` as the best run (a report
+made with ``--normalize minmax``). The tables are printed as Markdown,
 after what the report covers: its tasks, runs per setting, and the tasks, runs and settings it
 leaves out. Scores are compared at the two decimals printed, the paper's precision.
 """
@@ -27,6 +29,8 @@ PAPER = {"noclip": -0.39, "clip0.1": 0.76, "clip0.2": 0.82, "clip0.3": 0.70, "kl
 TASKS = ["HalfCheetah-v5", "Hopper-v5", "InvertedDoublePendulum-v5", "InvertedPendulum-v5", "Reacher-v5",
          "Swimmer-v5", "Walker2d-v5"]
 """The paper's seven tasks, in Gymnasium's v5 versions."""
+NORMALIZED = {"best-mean": "the best setting's mean on the task 1", "minmax": "the best run on the task 1"}
+"""The two readings of the paper's "the best result was set to 1" that rlkit report computes."""
 GROUPS = {"clipping": ["clip0.1", "clip0.2", "clip0.3"], "adaptive KL": ["kladapt0.003", "kladapt0.01", "kladapt0.03"],
           "fixed KL": ["klfix0.3", "klfix1", "klfix3", "klfix10"]}
 
@@ -51,8 +55,8 @@ def triple(x: Any) -> bool:
 
 def check_kind(s: Any, where: str) -> None:
     need(isinstance(s, dict), f"{where} is not a report's summary")
-    need(s.get("metric") == "train100" and s.get("normalize") == "best-mean" and "aggregate" in s,
-         f"{where} is not a report made with --metric train100 --normalize best-mean, with an aggregate "
+    need(s.get("metric") == "train100" and s.get("normalize") in NORMALIZED and "aggregate" in s,
+         f"{where} is not a report made with --metric train100 --normalize best-mean (or minmax), with an aggregate "
          "across envs: the paper's statistic is not in it")
     need(s.get("baseline") == "clip0.2",
          f"{where} compares with {s.get('baseline')!r}; the reading's P(> clip0.2) needs --baseline clip0.2")
@@ -130,7 +134,8 @@ def coverage(s: dict) -> list[str]:
     counts = sorted({n for n in seeds.values() if isinstance(n, int)})
     per = (f"{counts[0]} seeds x {len(envs)} tasks = {counts[0] * len(envs)} runs per setting" if len(counts) == 1
            else "seeds per setting: " + ", ".join(f"{v} {n}" for v, n in seeds.items()))
-    out = [f"Tasks: {', '.join(envs)} ({len(envs)} of the paper's 7); {per} (the paper's: 3 seeds x 7 tasks = 21)."]
+    out = [f"Tasks: {', '.join(envs)} ({len(envs)} of the paper's 7); {per} (the paper's: 3 seeds x 7 tasks = 21).",
+           f"Normalized per task: a random policy 0, {NORMALIZED[s['normalize']]} (--normalize {s['normalize']})."]
     left = s.get("envs_left_out", {})
     missing = [e for e in TASKS if e not in envs]
     of_sweep = s.get("envs_of_sweep")  # written when --envs chose the report's envs

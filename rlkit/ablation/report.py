@@ -103,7 +103,8 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     pngs.insert(0, "per_env.png")
     figures.per_env(pd.DataFrame(summary["per_env"]), look, out / "per_env.png")
     if normalize != "none":
-        pngs += _across_envs(spec, scores, scored, shown, baseline, reps, summary, look, out, normalize)
+        pngs += _across_envs(spec, scores, scored, shown, baseline, reps, summary, look, out, normalize,
+                             list(envs) if envs is not None else list(spec.envs))
     return _finish(out, spec, runs, summary, pngs)
 
 
@@ -145,10 +146,11 @@ def _curve_figures(results: pd.DataFrame, shown: list[str], baseline: str, look:
 
 
 def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: list[str], baseline: str, reps: int,
-               summary: dict[str, Any], look: dict[str, figures.Look], out: Path, normalize: str) -> list[str]:
+               summary: dict[str, Any], look: dict[str, figures.Look], out: Path, normalize: str,
+               report_envs: list[str]) -> list[str]:
     """The aggregate across envs of scores normalized as ``normalize`` says (:data:`NORMALIZE`),
     computed over every variant with finite scores (``present``) and shown for ``shown``: into ``summary``;
-    its figures' names."""
+    its figures' names. ``report_envs``: the envs the report covers (the sweep's, or ``--envs``)."""
     refs = references(scores, spec.reference, spec.env_options(), spec.env_wrappers(), normalize)
     summary["references"], summary["normalize"] = refs, normalize
     usable = scores[scores.env.map(lambda e: refs[e]["usable"])]
@@ -159,7 +161,7 @@ def _across_envs(spec: Any, scores: pd.DataFrame, present: list[str], shown: lis
     matrices, envs = stats.score_matrices(stats.normalize(usable, refs), present)
     summary["envs_left_out"] = stats.envs_left_out(scores, present, {e: r["usable"] for e, r in refs.items()},
                                                    "no variant's mean beats the random policy" if normalize ==
-                                                   "best-mean" else "no run beats the random policy")
+                                                   "best-mean" else "no run beats the random policy", report_envs)
     summary["runs_left_out"] = _runs_left_out(scores[scores.env.isin(envs)], matrices, envs)
     if not envs:
         summary["aggregate_skipped"] = "no env has finished runs of every variant and a usable reference"

@@ -9,7 +9,7 @@ the same definition as rliable's IQM, tested against it).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -82,18 +82,18 @@ def aggregated_runs(scores: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
 
 
 def envs_left_out(scores: pd.DataFrame, variants: list[str], usable: dict[str, bool],
-                  unusable: str = "no run beats the random policy") -> dict[str, str]:
-    """``{env: why}`` for each env of ``scores`` that the aggregate across envs of ``variants``
-    leaves out: no usable reference (``usable[env]`` False, ``unusable`` says why), or variants
-    without finished runs there."""
-    out = {}
+                  unusable: str = "no run beats the random policy", envs: Sequence[str] = ()) -> dict[str, str]:
+    """``{env: why}`` for each env of ``scores`` or of ``envs`` (the report's) that the aggregate
+    across envs of ``variants`` leaves out: no finished run with a finite score, no usable reference
+    (``usable[env]`` False, ``unusable`` says why), or variants without finished runs there."""
+    out = {env: "no finished run with a finite score" for env in envs if not (scores.env == env).any()}
     for env in sorted(scores["env"].unique()):
         missing = [v for v in variants if not (scores[scores.env == env].variant == v).any()]
         if not usable[env]:
             out[env] = f"{unusable} (no reference to normalize by)"
         elif missing:
             out[env] = f"no finished runs of {', '.join(missing)}"
-    return out
+    return dict(sorted(out.items()))
 
 
 def interval_estimates(matrices: dict[str, np.ndarray], reps: int, seed: int = 0) -> dict[str, dict[str, list]]:

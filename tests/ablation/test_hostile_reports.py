@@ -98,3 +98,16 @@ def test_a_report_of_a_sweeps_name_whose_smoke_run_exists_points_to_it(tmp_path,
     assert err.count("\n") == 1 and f"{tmp_path / 'compare-smoke'} holds the sweep run with --budget smoke" in err
     assert main(["report", str(tmp_path / "other")]) == 2
     assert "run rlkit sweep first" in capsys.readouterr().err
+
+
+def test_an_env_of_the_sweep_without_a_finished_run_is_named_left_out_unless_envs_chose_others(tmp_path):
+    envs = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+    finals = {(v, e, s): [100.0 + s + 10 * (v == "b")] for v in ("a", "b") for e in envs[:2] for s in (1, 2, 3)}
+    finals[("a", "MountainCar-v0", 1)] = [math.nan]  # its one finished run has no finite score
+    sweep = fake_sweep(tmp_path, finals, envs=envs)
+    summary = strict_json(write_report(str(sweep), reps=REPS)["summary"])
+    assert summary["envs_aggregated"] == ["Acrobot-v1", "CartPole-v1"]
+    assert summary["envs_left_out"] == {"MountainCar-v0": "no finished run with a finite score"}
+    chosen = strict_json(write_report(str(sweep), reps=REPS, envs=["CartPole-v1"], out_dir=str(tmp_path / "r"))
+                         ["summary"])
+    assert chosen["envs_left_out"] == {} and chosen["envs_aggregated"] == ["CartPole-v1"]

@@ -41,9 +41,19 @@ def test_each_setting_stands_beside_the_papers_figure_with_both_orders(tmp_path)
 
 
 def test_a_report_of_another_metric_or_normalization_is_refused_in_one_line(tmp_path):
-    done = run(summary(tmp_path, normalize="minmax"))
-    assert done.returncode == 2 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
-    assert "--metric train100 --normalize best-mean" in done.stderr
+    for changes in ({"normalize": "none"}, {"metric": "final"}):
+        done = run(summary(tmp_path, **changes))
+        assert done.returncode == 2 and done.stdout == "" and len(done.stderr.strip().splitlines()) == 1
+        assert "--metric train100 --normalize best-mean (or minmax)" in done.stderr
+
+
+def test_both_readings_of_the_papers_best_result_are_read_and_named(tmp_path):
+    said = {"best-mean": "a random policy 0, the best setting's mean on the task 1 (--normalize best-mean).",
+            "minmax": "a random policy 0, the best run on the task 1 (--normalize minmax)."}
+    for normalize, line in said.items():
+        out = run(summary(tmp_path, normalize=normalize)).stdout.splitlines()
+        assert out[1] == "Normalized per task: " + line, out
+        assert "| clip0.1 | 0.76 | 0.95 [0.90, 1.00] | 0.95 [0.90, 1.00] | 0.60 [0.40, 0.80] | 2 / 1 |" in out
 
 
 def test_another_baseline_or_none_of_the_papers_settings_is_refused(tmp_path):
@@ -69,11 +79,11 @@ def test_the_coverage_names_tasks_runs_and_settings_left_out_before_the_tables(t
     out = run(folder).stdout.splitlines()
     assert out[0] == ("Tasks: A-v5, B-v5 (2 of the paper's 7); seeds per setting: noclip 3, clip0.1 2, clip0.2 3 "
                       "(the paper's: 3 seeds x 7 tasks = 21).")
-    assert "Not aggregated: HalfCheetah-v5 (no finished run);" in out[1]
-    assert "The paper's settings not in this report: clip0.3, kladapt0.003," in out[2]
-    assert out[3].startswith("Runs left out of the aggregate (a seed must finish on every task): clip0.1 / B-v5 / seed 2. "
+    assert "Not aggregated: HalfCheetah-v5 (no finished run);" in out[2]
+    assert "The paper's settings not in this report: clip0.3, kladapt0.003," in out[3]
+    assert out[4].startswith("Runs left out of the aggregate (a seed must finish on every task): clip0.1 / B-v5 / seed 2. "
                              "The per-task means include them")
-    assert out[4].startswith("Few runs: 2 per setting and task at the fewest, below the 5")
+    assert out[5].startswith("Few runs: 2 per setting and task at the fewest, below the 5")
     assert "| noclip | -0.39 | -0.20 [-0.30, 0.00] | -0.20 [-0.30, 0.00] | 0.00 [0.00, 0.10] | 3 / 3 |" in out
     assert run(summary(tmp_path, seeds_aggregated={"clip0.2": 3, "clip0.1": 3, "noclip": 3})).stdout.startswith(
         "Tasks: A-v5, B-v5 (2 of the paper's 7); 3 seeds x 2 tasks = 6 runs per setting")
@@ -81,7 +91,7 @@ def test_the_coverage_names_tasks_runs_and_settings_left_out_before_the_tables(t
 
 def test_envs_chosen_by_envs_or_absent_from_the_sweep_say_so(tmp_path):
     out = run(summary(tmp_path, envs_of_sweep=["A-v5", "B-v5", "Hopper-v5"])).stdout.splitlines()
-    assert out[1].startswith("Not aggregated: HalfCheetah-v5 (not in the sweep); Hopper-v5 (left out by --envs);")
+    assert out[2].startswith("Not aggregated: HalfCheetah-v5 (not in the sweep); Hopper-v5 (left out by --envs);")
 
 
 def test_a_zero_width_interval_is_marked_degenerate(tmp_path):
