@@ -269,7 +269,8 @@ def _report(argv: list[str]) -> int:
 def _records(argv: list[str]) -> int:
     parser = Parser(prog="rlkit records", description="A sweep's finished runs as records (its manifest, each "
                     "finished run's result.json and status): keep copies them out of a sweep directory, restore "
-                    "into one (rlkit sweep then runs only the rest). Nothing is overwritten.")
+                    "into one (rlkit sweep then runs only the rest). Nothing is overwritten. Prints the runs copied, "
+                    "those already present and the sweep's runs not finished.")
     parser.add_argument("action", choices=["keep", "restore"], help="keep: copy the records out of a sweep; "
                         "restore: copy them into one")
     parser.add_argument("source", help="keep: the sweep directory; restore: the records directory")
