@@ -36,8 +36,9 @@ def test_each_setting_stands_beside_the_papers_figure_with_both_orders(tmp_path)
     assert "| clip0.1 | 0.76 | 0.95 [0.90, 1.00] | 0.95 [0.90, 1.00] | 0.60 [0.40, 0.80] | 2 / 1 |" in out
     assert "| noclip | -0.39 | -0.20 [-0.30, 0.00] | -0.20 [-0.30, 0.00] | 0.00 [0.00, 0.10] | 3 / 3 |" in out
     assert "| clip0.1 | 1.00 | 0.90 |" in out and "| noclip | -0.20 | 0.00 |" in out  # per task, normalized
-    assert "- all settings: Kendall's tau 0.33 over 3; best in the paper clip0.2, in rlkit clip0.1" in out
-    assert "- clipping: Kendall's tau -1.00 over 2; best in the paper clip0.2, in rlkit clip0.1" in out
+    assert "- all settings: Kendall's tau-b 0.33 over 3; best in the paper clip0.2, in rlkit clip0.1" in out
+    assert "- clipping: Kendall's tau-b -1.00 over 2; best in the paper clip0.2, in rlkit clip0.1" in out
+    assert "- all but noclip: Kendall's tau-b -1.00 over 2; best in the paper clip0.2, in rlkit clip0.1" in out
 
 
 def test_a_report_of_another_metric_or_normalization_is_refused_in_one_line(tmp_path):
@@ -68,7 +69,7 @@ def test_tied_scores_share_their_rank_and_an_undefined_tau_says_so(tmp_path):
     tied = {v: {"mean": [0.5, 0.4, 0.6], "iqm": [0.5, 0.4, 0.6]} for v in ("clip0.1", "clip0.2", "clip0.3")}
     out = run(summary(tmp_path, aggregate=tied)).stdout.splitlines()
     assert any(line.startswith("| clip0.1 |") and line.endswith("| 2 / 2 |") for line in out), out
-    assert "- clipping: Kendall's tau undefined (rlkit's scores all tie) over 3; best in the paper clip0.2, " \
+    assert "- clipping: Kendall's tau-b undefined (rlkit's scores all tie) over 3; best in the paper clip0.2, " \
            "in rlkit clip0.1 = clip0.2 = clip0.3" in out
 
 
@@ -105,7 +106,7 @@ def test_scores_equal_at_the_printed_two_decimals_share_a_rank(tmp_path):
     out = run(summary(tmp_path, aggregate=agg)).stdout.splitlines()
     assert any(line.startswith("| clip0.1 |") and line.endswith("| 2 / 1.5 |") for line in out), out
     assert any(line.startswith("| clip0.2 |") and line.endswith("| 1 / 1.5 |") for line in out), out
-    assert "- clipping: Kendall's tau undefined (rlkit's scores all tie) over 2; best in the paper clip0.2, " \
+    assert "- clipping: Kendall's tau-b undefined (rlkit's scores all tie) over 2; best in the paper clip0.2, " \
            "in rlkit clip0.1 = clip0.2" in out
 
 
@@ -113,7 +114,7 @@ def test_an_undefined_tau_names_the_side_whose_scores_tie(tmp_path):
     agg = {"kladapt0.03": {"mean": [0.5, 0.4, 0.6], "iqm": [0.5, 0.4, 0.6]},
            "klfix1": {"mean": [0.7, 0.6, 0.8], "iqm": [0.7, 0.6, 0.8]}}
     out = run(summary(tmp_path, aggregate=agg)).stdout.splitlines()
-    assert "- all settings: Kendall's tau undefined (the paper's scores all tie) over 2; best in the paper " \
+    assert "- all settings: Kendall's tau-b undefined (the paper's scores all tie) over 2; best in the paper " \
            "kladapt0.03 = klfix1, in rlkit klfix1" in out
 
 
