@@ -369,7 +369,8 @@ def _rank_tests(t: dict[str, Any] | None) -> list[str]:
         lines.append(f"| {r['env']} | {r['variant']} | {r['runs']} ({r['baseline_runs']}) | {r['statistic']:.1f} | "
                      f"{r['p_improvement']:.3f} | {_p(r['p_value'])}{mark(r)} | {_p(r['min_p_value'])} |")
     if any(len(c["envs"]) > 1 for c in t["combined"].values()):
-        lines += ["", "Across environments (stratified):", "", "| variant | envs | mean P(X > Y) | p | smallest p |",
+        lines += ["", "Across environments (stratified; each over the envs where it and the baseline both have "
+                  "runs):", "", "| variant | envs | mean P(X > Y) | p | smallest p |",
                   "|---|---|---|---|---|"]
         lines += [f"| {v} | {len(c['envs'])} | {c['p_improvement']:.3f} | {_p(c['p_value'])}{mark(c)} | "
                   f"{_p(c['min_p_value'])} |" for v, c in t["combined"].items()]
