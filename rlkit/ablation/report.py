@@ -103,8 +103,7 @@ def write_report(sweep_dir: str, baseline: str | None = None, metric: str = "fin
     pngs.insert(0, "per_env.png")
     figures.per_env(pd.DataFrame(summary["per_env"]), look, out / "per_env.png")
     if normalize != "none":
-        pngs += _across_envs(spec, scores, scored, shown, baseline, reps, summary, look, out, normalize,
-                             list(envs) if envs is not None else list(spec.envs))
+        pngs += _across_envs(spec, scores, scored, shown, baseline, reps, summary, look, out, normalize, list(envs or spec.envs))
     return _finish(out, spec, runs, summary, pngs)
 
 
