@@ -9,7 +9,8 @@ REPORT is the folder of that report (its ``summary.json``). The paper sets "the 
 on each task: ``best-mean`` reads it as the best setting's mean, ``minmax`` as the best run (a report
 made with ``--normalize minmax``). The tables are printed as Markdown,
 after what the report covers: its tasks, runs per setting, and the tasks, runs and settings it
-leaves out. Scores are compared at the two decimals printed, the paper's precision.
+leaves out; after them, the settings' orders compared. Scores are compared at the two decimals
+printed, the paper's precision.
 """
 
 from __future__ import annotations
@@ -214,6 +215,24 @@ def orders(s: dict) -> list[str]:
     return out
 
 
+def pairs(s: dict) -> list[str]:
+    """The pairs of settings whose printed scores the paper and rlkit order oppositely, and those
+    equal on one side only."""
+    mine = {v: shown(x) for v, x in ours(s).items()}
+    here = [v for v in PAPER if v in mine]
+    swapped, tied = [], []
+    for i, a in enumerate(here):
+        for b in here[i + 1:]:
+            theirs, ours_ = PAPER[a] - PAPER[b], mine[a] - mine[b]
+            if theirs * ours_ < 0:
+                swapped.append(f"{a} / {b}")
+            elif (theirs == 0) != (ours_ == 0):
+                tied.append(f"{a} / {b}")
+    total = len(here) * (len(here) - 1) // 2
+    return [f"- pairs in the opposite order: {len(swapped)} of {total}" + (f" ({', '.join(swapped)})" if swapped else ""),
+            f"- pairs equal on one side only: {len(tied)} of {total}" + (f" ({', '.join(tied)})" if tied else "")]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("report", type=Path, help="the folder of rlkit report's output")
@@ -223,7 +242,7 @@ def main() -> None:
     except Refused as exc:
         print(f"table1_reading: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    print("\n".join([*coverage(s), "", *aggregate_table(s), "", *per_task(s), "", *orders(s)]))
+    print("\n".join([*coverage(s), "", *aggregate_table(s), "", *per_task(s), "", *orders(s), *pairs(s)]))
 
 
 if __name__ == "__main__":

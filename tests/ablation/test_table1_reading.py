@@ -39,6 +39,16 @@ def test_each_setting_stands_beside_the_papers_figure_with_both_orders(tmp_path)
     assert "- all settings: Kendall's tau-b 0.33 over 3; best in the paper clip0.2, in rlkit clip0.1" in out
     assert "- clipping: Kendall's tau-b -1.00 over 2; best in the paper clip0.2, in rlkit clip0.1" in out
     assert "- all but noclip: Kendall's tau-b -1.00 over 2; best in the paper clip0.2, in rlkit clip0.1" in out
+    assert "- pairs in the opposite order: 1 of 3 (clip0.1 / clip0.2)" in out
+    assert "- pairs equal on one side only: 0 of 3" in out
+
+
+def test_pairs_tied_on_one_side_only_are_named(tmp_path):
+    means = {"clip0.2": [0.9, 0.8, 1.0], "kladapt0.03": [0.804, 0.7, 0.9], "klfix1": [0.87, 0.8, 0.9],
+             "klfix3": [0.874, 0.8, 0.9]}
+    out = run(summary(tmp_path, aggregate={v: {"mean": m, "iqm": m} for v, m in means.items()})).stdout.splitlines()
+    assert "- pairs in the opposite order: 0 of 6" in out
+    assert "- pairs equal on one side only: 2 of 6 (kladapt0.03 / klfix1, klfix1 / klfix3)" in out
 
 
 def test_a_report_of_another_metric_or_normalization_is_refused_in_one_line(tmp_path):
